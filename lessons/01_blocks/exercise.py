@@ -1,0 +1,291 @@
+# %% [markdown]
+# # Exercise 1: Layers and blocks
+#
+# Four blocks to build and one question to answer. Write your code where it says
+# `YOUR CODE HERE` (delete the `raise NotImplementedError()` line), then run the
+# test cell under it: silence means the visible checks pass. When grading, more
+# checks of the same behaviour run on other inputs, so make the code right, not
+# just the examples.
+#
+# Use only `torch`, the standard library, `numpy` and `matplotlib`.
+
+# %%
+from collections import OrderedDict
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+torch.manual_seed(0)
+
+# %% [markdown]
+# ## 1. A sequential container of your own
+#
+# Write `MySequential`, a block that chains its child modules in order, like
+# `nn.Sequential`. It takes the modules positionally, `MySequential(m1, m2, m3)`,
+# **or** as one `OrderedDict` mapping names to modules, in which case those names
+# are the children's names (`'hidden.weight'` in the `state_dict`).
+#
+# The children must be *registered* so that `parameters()`, `state_dict()`,
+# `.to()` and `print` see them. `net[i]` returns the `i`-th child and `len(net)`
+# counts them.
+
+# %% answer id=MySequential
+class MySequential(nn.Module):
+    def __init__(self, *modules):
+        super().__init__()
+        ### BEGIN SOLUTION
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            named = modules[0].items()
+        else:
+            named = ((str(i), module) for i, module in enumerate(modules))
+        for name, module in named:
+            self.add_module(name, module)
+        ### END SOLUTION
+
+    def forward(self, X):
+        ### BEGIN SOLUTION
+        for module in self.children():
+            X = module(X)
+        return X
+        ### END SOLUTION
+
+    def __getitem__(self, i):
+        ### BEGIN SOLUTION
+        return list(self.children())[i]
+        ### END SOLUTION
+
+    def __len__(self):
+        ### BEGIN SOLUTION
+        return len(self._modules)
+        ### END SOLUTION
+
+# %% tests id=test_MySequential points=3
+torch.manual_seed(1)
+_layers = [nn.Linear(6, 5), nn.ReLU(), nn.Linear(5, 3)]
+_net = MySequential(*_layers)
+_X = torch.randn(4, 6)
+assert len(list(_net.parameters())) == 4, \
+    "parameters() misses the children's weights: are the modules kept in a plain list instead of being registered?"
+assert len(_net) == 3, "len(net) should count the child modules."
+assert _net[0] is _layers[0] and _net[2] is _layers[2], "net[i] should return the i-th module you passed in."
+assert torch.equal(_net(_X), _layers[2](_layers[1](_layers[0](_X)))), \
+    "forward should apply the modules one after another, in the order given."
+
+_named = MySequential(OrderedDict([("hidden", nn.Linear(6, 5)), ("act", nn.ReLU()), ("out", nn.Linear(5, 3))]))
+assert "hidden.weight" in _named.state_dict(), \
+    "With an OrderedDict, the children should be registered under its keys ('hidden.weight' is missing)."
+assert _named(_X).shape == (4, 3), "forward on an OrderedDict-built net should give the last layer's output shape."
+### BEGIN HIDDEN TESTS
+torch.manual_seed(2)
+_a, _b = nn.Linear(3, 3), nn.Linear(3, 3)
+_order = MySequential(_a, nn.ReLU(), _b, nn.Tanh())
+_Y = torch.randn(5, 3)
+assert torch.equal(_order(_Y), torch.tanh(_b(torch.relu(_a(_Y))))), \
+    "forward should apply the modules one after another, in the order given."
+_named = MySequential(OrderedDict([("first", _a), ("second", _b)]))
+assert list(_named.state_dict()) == ["first.weight", "first.bias", "second.weight", "second.bias"], \
+    "With an OrderedDict, the children should be registered under its keys, in its order."
+assert len(_named) == 2 and _named[1] is _b, "net[i] and len(net) should also work for an OrderedDict-built net."
+_named.to(torch.float64)
+assert _a.weight.dtype == torch.float64, \
+    ".to() did not reach the children: are they registered with add_module (or as attributes)?"
+assert "Linear" in repr(MySequential(nn.Linear(2, 2))), \
+    "print(net) should show the children: are they registered?"
+_single = nn.Linear(2, 2)
+assert MySequential(_single)[0] is _single and len(MySequential(_single)) == 1, \
+    "A single module passed positionally should be the only child."
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 2. Two branches side by side
+#
+# Write `ParallelBlock(net1, net2, dim=-1)`. Its `forward(X)` runs both networks
+# on the same input `X` and concatenates their outputs along `dim`. Both
+# networks' parameters belong to the block.
+
+# %% answer id=ParallelBlock
+class ParallelBlock(nn.Module):
+    def __init__(self, net1, net2, dim=-1):
+        super().__init__()
+        ### BEGIN SOLUTION
+        self.net1 = net1
+        self.net2 = net2
+        self.dim = dim
+        ### END SOLUTION
+
+    def forward(self, X):
+        ### BEGIN SOLUTION
+        return torch.cat((self.net1(X), self.net2(X)), dim=self.dim)
+        ### END SOLUTION
+
+# %% tests id=test_ParallelBlock points=2
+torch.manual_seed(3)
+_n1, _n2 = nn.Linear(4, 2), nn.Linear(4, 3)
+_block = ParallelBlock(_n1, _n2)
+_X = torch.randn(5, 4)
+_out = _block(_X)
+assert _out.shape == (5, 5), \
+    f"Expected shape (5, 5) from outputs of widths 2 and 3 joined on the last dim, got {tuple(_out.shape)}."
+assert torch.equal(_out, torch.cat([_n1(_X), _n2(_X)], dim=-1)), \
+    "The output should be net1(X) followed by net2(X), both computed from the same X."
+assert len(list(_block.parameters())) == 4, \
+    "The block should own both networks' parameters: keep them as attributes, not in a plain list."
+### BEGIN HIDDEN TESTS
+torch.manual_seed(4)
+_n1, _n2 = nn.Linear(3, 3), nn.Linear(3, 3)
+_X = torch.randn(2, 3)
+_rows = ParallelBlock(_n1, _n2, dim=0)(_X)
+assert _rows.shape == (4, 3) and torch.equal(_rows, torch.cat([_n1(_X), _n2(_X)], dim=0)), \
+    "With dim=0 the two outputs should be stacked along the first dimension: is dim passed on?"
+_X3 = torch.randn(2, 5, 3)
+_mid = ParallelBlock(_n1, nn.Identity(), dim=1)(_X3)
+assert _mid.shape == (2, 10, 3) and torch.equal(_mid, torch.cat([_n1(_X3), _X3], dim=1)), \
+    "With dim=1 on a 3-D input the outputs should be joined along the middle dimension."
+_block = ParallelBlock(nn.Identity(), nn.Linear(3, 1))
+_block.to(torch.float64)
+assert _block(torch.ones(2, 3, dtype=torch.float64)).shape == (2, 4), \
+    ".to() should reach both branches: are they registered?"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 3. A stack of fresh copies
+#
+# Write `make_stack(factory, n)`: it returns an `nn.Sequential` of `n` modules,
+# each made by its **own** call `factory()`. No two layers may share parameters.
+
+# %% answer id=make_stack
+def make_stack(factory, n):
+    ### BEGIN SOLUTION
+    return nn.Sequential(*(factory() for _ in range(n)))
+    ### END SOLUTION
+
+# %% tests id=test_make_stack points=2
+_stack = make_stack(lambda: nn.Linear(3, 3), 4)
+assert isinstance(_stack, nn.Sequential), "make_stack should return an nn.Sequential."
+assert len(_stack) == 4, f"Expected 4 layers, got {len(_stack)}."
+assert len({id(m) for m in _stack}) == 4, \
+    "The same module object appears more than once: call factory() once per layer instead of repeating one result."
+assert len({p.data_ptr() for p in _stack.parameters()}) == 8, \
+    "Some layers share parameters: each layer needs its own factory() call."
+### BEGIN HIDDEN TESTS
+_calls = []
+def _counting_factory():
+    _calls.append(1)
+    return nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+_stack = make_stack(_counting_factory, 3)
+assert len(_calls) == 3, f"factory() should be called exactly n times; it was called {len(_calls)} times."
+assert _stack(torch.ones(1, 2)).shape == (1, 2), "The stack should run its layers in order."
+assert len(make_stack(nn.ReLU, 1)) == 1, "make_stack(factory, 1) should hold one module."
+assert len(make_stack(nn.ReLU, 0)) == 0, "make_stack(factory, 0) should be an empty nn.Sequential."
+_big = make_stack(lambda: nn.Linear(4, 4), 6)
+with torch.no_grad():
+    _big[0].weight.zero_()
+assert all(_big[i].weight.abs().sum() > 0 for i in range(1, 6)), \
+    "Changing one layer changed the others: the layers share their weights."
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 4. Constants and control flow in `forward`
+#
+# Write `FixedHiddenMLP(in_features=20)`:
+#
+# - a constant random weight of shape `(in_features, in_features)`, drawn once at
+#   construction with `torch.rand`, held as a **buffer**: it is saved in the
+#   `state_dict` and follows `.to()`, but it is not a parameter and is never trained;
+# - one `nn.Linear(in_features, in_features)`, used **twice** in `forward`.
+#
+# `forward(X)`: apply the linear layer; multiply by the constant weight, add 1
+# and apply ReLU; apply the *same* linear layer again; then, while the sum of
+# absolute values is greater than 1, halve it; return the sum of all entries
+# (a scalar).
+
+# %% answer id=FixedHiddenMLP
+class FixedHiddenMLP(nn.Module):
+    def __init__(self, in_features=20):
+        super().__init__()
+        ### BEGIN SOLUTION
+        self.register_buffer("rand_weight", torch.rand(in_features, in_features))
+        self.linear = nn.Linear(in_features, in_features)
+        ### END SOLUTION
+
+    def forward(self, X):
+        ### BEGIN SOLUTION
+        X = self.linear(X)
+        X = F.relu(X @ self.rand_weight + 1)
+        X = self.linear(X)
+        while X.abs().sum() > 1:
+            X = X / 2
+        return X.sum()
+        ### END SOLUTION
+
+# %% tests id=test_FixedHiddenMLP points=3
+def _reference(net, X):
+    """The expected output, computed from the net's own buffer and linear layer."""
+    (weight,) = list(net.buffers())
+    (linear,) = [m for m in net.modules() if isinstance(m, nn.Linear)]
+    X = F.relu(linear(X) @ weight + 1)
+    X = linear(X)
+    while X.abs().sum() > 1:
+        X = X / 2
+    return X.sum()
+
+torch.manual_seed(5)
+_net = FixedHiddenMLP()
+_X = torch.rand(2, 20)
+assert len(list(_net.buffers())) == 1 and list(_net.buffers())[0].shape == (20, 20), \
+    "Expected one (20, 20) buffer: register the constant weight with register_buffer."
+assert len(list(_net.parameters())) == 2, \
+    "Only the linear layer's weight and bias should be parameters: is the constant an nn.Parameter, or are there two linear layers?"
+_y = _net(_X)
+assert _y.dim() == 0, f"forward should return a scalar (0-dim tensor), got shape {tuple(_y.shape)}."
+assert torch.allclose(_y, _reference(_net, _X)), \
+    "The output differs from linear -> (@ weight + 1, relu) -> same linear -> halve while abs-sum > 1 -> sum."
+### BEGIN HIDDEN TESTS
+torch.manual_seed(6)
+_net = FixedHiddenMLP(7)
+_X = torch.rand(3, 7) * 10
+assert list(_net.buffers())[0].shape == (7, 7), "The constant weight should be (in_features, in_features)."
+assert any(t.shape == (7, 7) and not isinstance(t, nn.Parameter) for t in _net.state_dict().values()), \
+    "The constant weight should be saved in the state_dict (a buffer)."
+_y = _net(_X)
+assert torch.allclose(_y, _reference(_net, _X)), "The output differs from the specified computation."
+assert abs(_y.item()) <= 1 + 1e-6, "After the loop the absolute sum is at most 1: is the while-loop there?"
+assert torch.equal(_net(_X), _y), "Two calls on the same input should agree: is the constant drawn in forward?"
+_y.backward()
+(_lin,) = [m for m in _net.modules() if isinstance(m, nn.Linear)]
+assert _lin.weight.grad is not None, "Gradients should reach the linear layer."
+assert not list(_net.buffers())[0].requires_grad, "The constant weight must not require gradients."
+_net.to(torch.float64)
+assert list(_net.buffers())[0].dtype == torch.float64, ".to() should convert the constant too: it must be a buffer."
+_big = FixedHiddenMLP(30)
+_Z = torch.rand(4, 30) * 100
+assert torch.allclose(_big(_Z), _reference(_big, _Z)), "The output differs on a large input."
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 5. In your own words
+#
+# A container keeps its child modules in a plain Python list, `self.layers =
+# [nn.Linear(4, 4), nn.ReLU()]`, and its `forward` loops over that list. The
+# forward pass works. What goes wrong, and when would you notice? Name at least
+# two consequences.
+
+# %% [markdown] manual id=plain_list_answer points=2
+# `nn.Module` only registers modules assigned directly as attributes (or added
+# with `add_module`); a list hides them. So `parameters()` is empty and an
+# optimizer built from it trains nothing; `state_dict()` saves none of the
+# weights, so a saved model restores untrained layers; `.to(device)` and
+# `.double()` skip them, which breaks on a GPU with a device-mismatch error;
+# `print(net)` and `net.train()`/`net.eval()` do not reach them either. Use
+# `nn.ModuleList` or `add_module`.
+
+# %% [markdown]
+# ## Summary
+#
+# - Registration is what makes a module part of a model: attributes,
+#   `add_module`, `nn.ModuleList`/`nn.ModuleDict`, never a plain list.
+# - `forward` is ordinary Python: branches, loops and constants are allowed.
+# - Constants that belong to a model are buffers: saved and moved, not trained.
+# - A factory called once per layer gives independent layers; one object
+#   repeated gives shared weights.

@@ -1,0 +1,251 @@
+# %% [markdown]
+# # 1. Layers and blocks
+#
+# A *block* is anything that turns inputs into outputs and may hold parameters:
+# a single layer, a group of layers, or a whole model. In PyTorch every block is
+# an `nn.Module`, so the same few rules apply at every scale. This lesson builds
+# blocks by hand until those rules are plain.
+
+# %%
+from collections import OrderedDict
+import time
+
+import matplotlib.pyplot as plt
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+# %% [markdown]
+# ## A model from ready-made blocks
+#
+# `nn.Sequential` runs its children one after another. Here: 20 inputs, a
+# hidden layer of 256 units with ReLU, and 10 outputs.
+
+# %%
+torch.manual_seed(0)
+net = nn.Sequential(nn.Linear(20, 256), nn.ReLU(), nn.Linear(256, 10))
+X = torch.rand(2, 20)
+net(X).shape
+
+# %% [markdown]
+# `net(X)` does not call `forward` directly. It goes through
+# `nn.Module.__call__`, which runs any registered hooks around `forward`. Always
+# call the module, never `net.forward(X)`, or hooks are skipped silently.
+
+# %%
+torch.equal(net(X), net.forward(X))
+
+# %% [markdown]
+# ## Writing a block
+#
+# A custom block needs two things: call `super().__init__()` first (it sets up
+# the bookkeeping that registers children), and define `forward`. Layers
+# assigned as attributes become children automatically.
+
+# %%
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hidden = nn.Linear(20, 256)
+        self.out = nn.Linear(256, 10)
+
+    def forward(self, X):
+        return self.out(F.relu(self.hidden(X)))
+
+
+torch.manual_seed(0)
+mlp = MLP()
+mlp(X).shape
+
+# %% [markdown]
+# ## How children are registered
+#
+# Assigning an `nn.Module` to an attribute calls `add_module` behind the scenes.
+# `children()` yields the direct children; `named_children()` yields them with
+# their names.
+
+# %%
+for name, child in mlp.named_children():
+    print(name, "->", child)
+
+# %% [markdown]
+# `add_module(name, module)` registers a child under any string name, which is
+# how containers build children in a loop.
+
+# %%
+block = nn.Module()
+for i in range(3):
+    block.add_module(f"layer{i}", nn.Linear(4, 4))
+[name for name, _ in block.named_children()]
+
+# %% [markdown]
+# ## A sequential container from scratch
+#
+# A container is just a block whose `forward` loops over its children. This one
+# takes modules positionally or as one `OrderedDict` of named modules.
+
+# %%
+class TinySequential(nn.Module):
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            pairs = modules[0].items()
+        else:
+            pairs = ((str(i), m) for i, m in enumerate(modules))
+        for name, module in pairs:
+            self.add_module(name, module)
+
+    def forward(self, X):
+        for module in self.children():
+            X = module(X)
+        return X
+
+
+torch.manual_seed(0)
+seq = TinySequential(OrderedDict(hidden=nn.Linear(20, 256), act=nn.ReLU(), out=nn.Linear(256, 10)))
+print(seq(X).shape)
+print(list(seq.state_dict())[:2])
+
+# %% [markdown]
+# ## Lists and dicts of modules
+#
+# A plain Python list hides modules from PyTorch: their parameters are not
+# found, saved or moved. `nn.ModuleList` and `nn.ModuleDict` are the registered
+# versions of a list and a dict.
+
+# %%
+class Hidden(nn.Module):
+    def __init__(self, registered):
+        super().__init__()
+        layers = [nn.Linear(8, 8) for _ in range(3)]
+        self.layers = nn.ModuleList(layers) if registered else layers
+
+
+print("plain list :", sum(p.numel() for p in Hidden(False).parameters()), "parameters")
+print("ModuleList :", sum(p.numel() for p in Hidden(True).parameters()), "parameters")
+
+# %%
+heads = nn.ModuleDict({"classify": nn.Linear(8, 3), "regress": nn.Linear(8, 1)})
+features = torch.ones(2, 8)
+{name: tuple(head(features).shape) for name, head in heads.items()}
+
+# %% [markdown]
+# ## `forward` is ordinary Python
+#
+# Inside `forward` any Python works: loops, branches, constants. Calling one
+# layer twice means both calls use the *same* weights. The loop below keeps
+# halving the output until its absolute sum is at most 1, something no
+# `nn.Sequential` can express.
+
+# %%
+class ReuseAndRescale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(20, 20)
+
+    def forward(self, X):
+        X = F.relu(self.linear(X))
+        X = self.linear(X)  # the same layer again: shared weights
+        while X.abs().sum() > 1:
+            X = X / 2
+        return X.sum()
+
+
+torch.manual_seed(0)
+model = ReuseAndRescale()
+print(model(X))
+print("parameter tensors:", len(list(model.parameters())))
+
+# %% [markdown]
+# ## Constants: plain attribute or buffer?
+#
+# A constant tensor stored as a plain attribute is invisible to PyTorch.
+# `register_buffer` makes it part of the model's state: it follows `.to()` and
+# is saved in `state_dict`, yet it is not a parameter, so no optimizer trains it.
+
+# %%
+class WithConstants(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.plain = torch.ones(3)
+        self.register_buffer("scale", torch.ones(3))
+
+
+m = WithConstants().to(torch.float64)
+print("state_dict keys:", list(m.state_dict()))
+print("plain dtype :", m.plain.dtype)
+print("buffer dtype:", m.scale.dtype)
+print("parameters  :", len(list(m.parameters())))
+
+# %% [markdown]
+# ## Nesting blocks
+#
+# Blocks compose: a block can hold containers that hold blocks. `print` shows
+# the whole tree with each child's name.
+
+# %%
+class Nested(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU())
+        self.head = nn.Linear(32, 16)
+
+    def forward(self, X):
+        return self.head(self.body(X))
+
+
+torch.manual_seed(0)
+chimera = nn.Sequential(Nested(), nn.Linear(16, 20), MLP())
+print(chimera(X).shape)
+print(chimera)
+
+# %% [markdown]
+# ## The price of Python
+#
+# Every module call and every tensor operation passes through Python. For big
+# tensors that overhead is invisible; for many tiny ones it dominates. Below,
+# the same arithmetic is done as `n` separate small matrix products and as one
+# batched product. (Timings vary by machine, so this cell's output is not
+# compared; the assertion says what must hold everywhere.)
+
+# %%
+def seconds(fn, repeats=5):
+    fn()  # warm-up
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    return (time.perf_counter() - start) / repeats
+
+
+torch.manual_seed(0)
+sizes = [16, 64, 256, 1024]
+loop_times, batch_times = [], []
+for n in sizes:
+    A, B = torch.randn(n, 8, 8), torch.randn(n, 8, 8)
+    loop_times.append(seconds(lambda: [A[i] @ B[i] for i in range(n)]))
+    batch_times.append(seconds(lambda: torch.bmm(A, B)))
+    assert torch.allclose(torch.stack([A[i] @ B[i] for i in range(n)]), torch.bmm(A, B), atol=1e-6)
+
+# %% tags=nbval-ignore-output
+fig, ax = plt.subplots()
+ax.loglog(sizes, [t * 1e3 for t in loop_times], "o-", label="n separate 8x8 products (Python loop)")
+ax.loglog(sizes, [t * 1e3 for t in batch_times], "s-", label="one batched product (torch.bmm)")
+ax.set_title("Many tiny operations vs one batched operation (CPU)")
+ax.set_xlabel("number of 8x8 matrix products n")
+ax.set_ylabel("time per call (ms)")
+ax.legend()
+plt.show()
+print(f"at n={sizes[-1]}: the loop is {loop_times[-1] / batch_times[-1]:.0f}x slower")
+
+# %% [markdown]
+# ## Summary
+#
+# - Every layer, group of layers and model is an `nn.Module`; call it as
+#   `net(X)`, which runs `forward` through `__call__`.
+# - Children are registered by attribute assignment or `add_module`; use
+#   `nn.ModuleList`/`nn.ModuleDict`, never plain lists or dicts of modules.
+# - `forward` is Python: reuse a layer to share weights, loop, branch.
+# - Constants that belong to the model are buffers (`register_buffer`).
+# - Batch small operations: Python overhead per call is paid every time.
+#
+# Next: the exercise, `exercises/01_blocks/01_blocks.ipynb`.

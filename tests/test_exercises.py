@@ -1,0 +1,111 @@
+"""Exercises: generated, not hand-edited; graded tests that pass on the solution,
+fail on the blank exercise and catch the wrong answers students really write."""
+import filecmp
+import re
+
+import nbformat
+import pytest
+
+from conftest import ASSIGNMENTS, ROOT
+from tools import cells, course
+
+
+@pytest.fixture(scope="module")
+def regenerated(tmp_path_factory):
+    """Every exercise regenerated from solutions/ in a scratch course."""
+    root = tmp_path_factory.mktemp("course")
+    course_api = course.temporary_course(root)
+    for assignment in ASSIGNMENTS:
+        course.generate(course_api, assignment)
+    return root / "exercises"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_exercise_is_what_nbgrader_generates_from_the_solution(regenerated, assignment):
+    compared = filecmp.dircmp(regenerated / assignment, ROOT / "exercises" / assignment)
+    assert compared.left_only == compared.right_only == [], "files differ: run make exercises"
+    fresh = (regenerated / assignment / f"{assignment}.ipynb").read_text(encoding="utf-8")
+    stored = (ROOT / "exercises" / assignment / f"{assignment}.ipynb").read_text(encoding="utf-8")
+    assert fresh == stored, f"exercises/{assignment} is stale or was edited by hand: run make exercises"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_no_solution_text_reaches_the_exercise(assignment):
+    exercise = nbformat.read(ROOT / "exercises" / assignment / f"{assignment}.ipynb", as_version=4)
+    solution = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+    text = "\n".join(c.source for c in exercise.cells)
+    for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
+        assert marker not in text
+    for cell in solution.cells:
+        hidden = re.findall(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", cell.source, re.S)
+        solved = re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", cell.source, re.S)
+        for block in hidden + solved:
+            for line in block.strip().splitlines():
+                # short lines such as "return X" also appear in instructions
+                if len(line.strip()) > 25:
+                    assert line.strip() not in text, f"solution or hidden test line leaked: {line.strip()}"
+        if cell.metadata["nbgrader"].get("solution") and cell.cell_type == "markdown":
+            assert cell.source not in text, "a model answer leaked into the exercise"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_graded_items_follow_the_rules(assignment):
+    nb = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+    graded = [c for c in nb.cells if c.metadata["nbgrader"].get("grade")]
+    assert graded, "an exercise needs graded cells"
+    for cell in graded:
+        assert cell.metadata["nbgrader"]["points"] >= 1
+        if cell.cell_type == "code":
+            assert "### BEGIN HIDDEN TESTS" in cell.source, f"{cell.id} has no hidden tests"
+            assert cell.source.split("### BEGIN HIDDEN TESTS")[0].count("assert") >= 1, \
+                f"{cell.id} has no visible test"
+    assert any(c.cell_type == "markdown" for c in graded), "each lesson has a manually graded question"
+
+
+def _validator(invert: bool):
+    from nbgrader.validator import Validator
+
+    config = course.load_config()
+    config.Validator.invert = invert
+    return Validator(config=config)
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_nbgrader_validate_passes_the_solution(assignment):
+    result = _validator(invert=False).validate(str(ROOT / "solutions" / assignment / f"{assignment}.ipynb"))
+    assert result == {}, result
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_graded_test_fails_on_the_untouched_exercise(assignment):
+    result = _validator(invert=True).validate(str(ROOT / "exercises" / assignment / f"{assignment}.ipynb"))
+    assert result == {}, f"tests that pass on the blank exercise: {result}"
+
+
+WRONG = [w for a in ASSIGNMENTS for w in cells.read_wrong_answers(a)]
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_graded_item_has_two_realistic_wrong_answers(assignment):
+    nb_cells = cells.solution_cells(assignment)
+    answers = {c["id"] for c in nb_cells if c["answer"]}
+    wrong_ids = [w.answer_id for w in cells.read_wrong_answers(assignment)]
+    thin = {a: wrong_ids.count(a) for a in answers if wrong_ids.count(a) < 2}
+    assert not thin, f"graded items with fewer than two wrong answers: {thin}"
+
+
+@pytest.mark.parametrize("wrong", WRONG, ids=str)
+def test_wrong_answer_loses_exactly_its_items_points(wrong):
+    nb_cells = cells.solution_cells(wrong.lesson)
+    assert wrong.answer_id in {c["id"] for c in nb_cells if c["answer"]}
+    outcome = cells.run(nb_cells, {wrong.answer_id: wrong.code})
+    failed = {test_id for test_id, error in outcome.items() if error is not None}
+    assert failed == {wrong.fails}
+
+
+def test_the_cell_runner_can_tell_a_failing_test():
+    sample = [{"id": "a", "source": "x = 1", "tests": False, "answer": True},
+              {"id": "t", "source": "assert x == 1, 'x is wrong'", "tests": True, "answer": False}]
+    assert cells.run(sample) == {"t": None}
+    assert isinstance(cells.run(sample, {"a": "x = 2"})["t"], AssertionError)
+    assert isinstance(cells.run(sample, {"a": "raise NotImplementedError()"})["t"], NameError)

@@ -1,0 +1,201 @@
+# Wrong answers students really write for exercise 1, one cell each.
+# Each must lose exactly its own item's points (see tools/cells.py).
+
+# %% wrong id=MySequential -- keeps the modules in a plain Python list
+class MySequential(nn.Module):
+    def __init__(self, *modules):
+        super().__init__()
+        self.layers = list(modules)
+
+    def forward(self, X):
+        for layer in self.layers:
+            X = layer(X)
+        return X
+
+    def __getitem__(self, i):
+        return self.layers[i]
+
+    def __len__(self):
+        return len(self.layers)
+
+# %% wrong id=MySequential -- registers an OrderedDict argument as if it were one module
+class MySequential(nn.Module):
+    def __init__(self, *modules):
+        super().__init__()
+        for idx, module in enumerate(modules):
+            self.add_module(str(idx), module)
+
+    def forward(self, X):
+        for module in self.children():
+            X = module(X)
+        return X
+
+    def __getitem__(self, i):
+        return list(self.children())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+# %% wrong id=MySequential -- numbers the OrderedDict's modules instead of using its names
+class MySequential(nn.Module):
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            modules = list(modules[0].values())
+        for idx, module in enumerate(modules):
+            self.add_module(str(idx), module)
+
+    def forward(self, X):
+        for module in self.children():
+            X = module(X)
+        return X
+
+    def __getitem__(self, i):
+        return list(self.children())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+# %% wrong id=MySequential -- looks children up by str(i), which fails for named ones
+class MySequential(nn.Module):
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            for name, module in modules[0].items():
+                self.add_module(name, module)
+        else:
+            for idx, module in enumerate(modules):
+                self.add_module(str(idx), module)
+
+    def forward(self, X):
+        for module in self.children():
+            X = module(X)
+        return X
+
+    def __getitem__(self, i):
+        return self._modules[str(i)]
+
+    def __len__(self):
+        return len(self._modules)
+
+# %% wrong id=ParallelBlock -- always concatenates along dim 1, ignoring dim
+class ParallelBlock(nn.Module):
+    def __init__(self, net1, net2, dim=-1):
+        super().__init__()
+        self.net1, self.net2 = net1, net2
+
+    def forward(self, X):
+        return torch.cat((self.net1(X), self.net2(X)), dim=1)
+
+# %% wrong id=ParallelBlock -- keeps the branches in a plain list
+class ParallelBlock(nn.Module):
+    def __init__(self, net1, net2, dim=-1):
+        super().__init__()
+        self.nets = [net1, net2]
+        self.dim = dim
+
+    def forward(self, X):
+        return torch.cat([net(X) for net in self.nets], dim=self.dim)
+
+# %% wrong id=ParallelBlock -- feeds the first branch's output into the second
+class ParallelBlock(nn.Module):
+    def __init__(self, net1, net2, dim=-1):
+        super().__init__()
+        self.net1, self.net2, self.dim = net1, net2, dim
+
+    def forward(self, X):
+        Y = self.net1(X)
+        return torch.cat((Y, self.net2(Y)), dim=self.dim)
+
+# %% wrong id=make_stack -- repeats one module object n times
+def make_stack(factory, n):
+    return nn.Sequential(*([factory()] * n))
+
+# %% wrong id=make_stack -- returns a plain list of modules
+def make_stack(factory, n):
+    return [factory() for _ in range(n)]
+
+# %% wrong id=make_stack -- copies the first layer's weights into the others
+def make_stack(factory, n):
+    first = factory()
+    layers = [first]
+    for _ in range(n - 1):
+        layer = factory()
+        for p, q in zip(layer.parameters(), first.parameters()):
+            p.data = q.data
+        layers.append(layer)
+    return nn.Sequential(*layers)
+
+# %% wrong id=FixedHiddenMLP -- holds the constant as a plain tensor attribute
+class FixedHiddenMLP(nn.Module):
+    def __init__(self, in_features=20):
+        super().__init__()
+        self.rand_weight = torch.rand(in_features, in_features)
+        self.linear = nn.Linear(in_features, in_features)
+
+    def forward(self, X):
+        X = self.linear(X)
+        X = F.relu(X @ self.rand_weight + 1)
+        X = self.linear(X)
+        while X.abs().sum() > 1:
+            X = X / 2
+        return X.sum()
+
+# %% wrong id=FixedHiddenMLP -- makes the constant a frozen nn.Parameter
+class FixedHiddenMLP(nn.Module):
+    def __init__(self, in_features=20):
+        super().__init__()
+        self.rand_weight = nn.Parameter(torch.rand(in_features, in_features), requires_grad=False)
+        self.linear = nn.Linear(in_features, in_features)
+
+    def forward(self, X):
+        X = self.linear(X)
+        X = F.relu(X @ self.rand_weight + 1)
+        X = self.linear(X)
+        while X.abs().sum() > 1:
+            X = X / 2
+        return X.sum()
+
+# %% wrong id=FixedHiddenMLP -- uses two different linear layers
+class FixedHiddenMLP(nn.Module):
+    def __init__(self, in_features=20):
+        super().__init__()
+        self.register_buffer("rand_weight", torch.rand(in_features, in_features))
+        self.linear1 = nn.Linear(in_features, in_features)
+        self.linear2 = nn.Linear(in_features, in_features)
+
+    def forward(self, X):
+        X = self.linear1(X)
+        X = F.relu(X @ self.rand_weight + 1)
+        X = self.linear2(X)
+        while X.abs().sum() > 1:
+            X = X / 2
+        return X.sum()
+
+# %% wrong id=FixedHiddenMLP -- forgets the rescaling loop
+class FixedHiddenMLP(nn.Module):
+    def __init__(self, in_features=20):
+        super().__init__()
+        self.register_buffer("rand_weight", torch.rand(in_features, in_features))
+        self.linear = nn.Linear(in_features, in_features)
+
+    def forward(self, X):
+        X = self.linear(X)
+        X = F.relu(X @ self.rand_weight + 1)
+        X = self.linear(X)
+        return X.sum()
+
+# %% wrong id=FixedHiddenMLP -- draws a new random weight on every forward call
+class FixedHiddenMLP(nn.Module):
+    def __init__(self, in_features=20):
+        super().__init__()
+        self.register_buffer("rand_weight", torch.rand(in_features, in_features))
+        self.linear = nn.Linear(in_features, in_features)
+
+    def forward(self, X):
+        X = self.linear(X)
+        X = F.relu(X @ torch.rand_like(self.rand_weight) + 1)
+        X = self.linear(X)
+        while X.abs().sum() > 1:
+            X = X / 2
+        return X.sum()

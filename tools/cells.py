@@ -1,0 +1,119 @@
+"""Run an exercise's code cells in-process, with some answers swapped out.
+
+Checking dozens of wrong answers through nbgrader would start a kernel each
+time; running the cells in one Python process with a fresh namespace per case
+checks the same thing (which graded test cells fail) in a fraction of the time.
+
+Wrong answers live in `tests/wrong_answers/<id>.py`, one cell per wrong answer:
+
+    # %% wrong id=ANSWER_ID [fails=TESTS_ID] -- what the student did
+    <code that replaces the answer cell ANSWER_ID>
+
+`fails` defaults to `test_<ANSWER_ID>`: that graded test cell must fail and every
+other one must still pass, so the wrong answer costs exactly its item's points.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+WRONG_ANSWERS = ROOT / "tests" / "wrong_answers"
+HEADER = re.compile(r"^# %% wrong (?P<opts>[^-]*?)\s*--\s*(?P<why>.+)$")
+
+
+@dataclass
+class WrongAnswer:
+    lesson: str
+    answer_id: str
+    fails: str
+    why: str
+    code: str
+
+    def __str__(self) -> str:
+        return f"{self.lesson}:{self.answer_id}: {self.why}"
+
+
+def graded_cells(nb) -> list[dict]:
+    """Code cells of an nbgrader notebook with their grade ids and roles."""
+    cells = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        meta = cell.metadata.get("nbgrader", {})
+        cells.append({"id": meta.get("grade_id", cell.get("id")), "source": cell.source,
+                      "tests": bool(meta.get("grade")), "answer": bool(meta.get("solution")),
+                      "points": meta.get("points", 0)})
+    return cells
+
+
+def run(cells: list[dict], replace: dict[str, str] | None = None) -> dict[str, BaseException | None]:
+    """Execute cells in order like a kernel that keeps going after errors.
+
+    Returns, for every graded test cell, the exception it raised (or None).
+    """
+    replace = replace or {}
+    namespace: dict = {"__name__": "__main__"}
+    outcome: dict[str, BaseException | None] = {}
+    for cell in cells:
+        source = replace.get(cell["id"], cell["source"])
+        try:
+            exec(compile(source, f"<cell {cell['id']}>", "exec"), namespace)
+            error = None
+        except Exception as exc:  # a student's error is a result, not a crash
+            error = exc
+        if cell["tests"]:
+            outcome[cell["id"]] = error
+    return outcome
+
+
+def read_wrong_answers(lesson: str) -> list[WrongAnswer]:
+    path = WRONG_ANSWERS / f"{lesson}.py"
+    if not path.exists():
+        return []
+    answers: list[WrongAnswer] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.startswith("# %%"):
+            match = HEADER.match(line)
+            if match is None:
+                raise ValueError(f"{path}:{number}: expected '# %% wrong id=ANSWER_ID -- why'")
+            opts = dict(word.split("=", 1) for word in match.group("opts").split())
+            answers.append(WrongAnswer(lesson, opts["id"], opts.get("fails", f"test_{opts['id']}"),
+                                       match.group("why"), ""))
+        elif answers:
+            answers[-1].code += line + "\n"
+        elif line.strip() and not line.startswith("#"):
+            raise ValueError(f"{path}:{number}: code before the first '# %% wrong' cell")
+    return answers
+
+
+def solution_cells(lesson: str) -> list[dict]:
+    nb = nbformat.read(ROOT / "solutions" / lesson / f"{lesson}.ipynb", as_version=4)
+    return graded_cells(nb)
+
+
+def check_lesson(lesson: str) -> list[str]:
+    """Problems with a lesson's tests: the solution must pass, each wrong answer must fail its item only."""
+    cells = solution_cells(lesson)
+    problems = [f"{lesson}: the solution fails {test_id}: {error!r}"
+                for test_id, error in run(cells).items() if error is not None]
+    answer_ids = {c["id"] for c in cells if c["answer"]}
+    for wrong in read_wrong_answers(lesson):
+        if wrong.answer_id not in answer_ids:
+            problems.append(f"{wrong}: no answer cell with that id")
+            continue
+        failed = {k for k, v in run(cells, {wrong.answer_id: wrong.code}).items() if v is not None}
+        if failed != {wrong.fails}:
+            problems.append(f"{wrong}: expected only {wrong.fails} to fail, got {sorted(failed) or 'none'}")
+    return problems
+
+
+if __name__ == "__main__":
+    import sys
+
+    found = [p for lesson in sys.argv[1:] for p in check_lesson(lesson)]
+    print("\n".join(found) or "every wrong answer loses exactly its own item")
+    sys.exit(1 if found else 0)
