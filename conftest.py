@@ -1,4 +1,4 @@
-"""Shared test setup.
+"""Shared test setup, at the root so it also applies to the notebooks nbval collects.
 
 nbval turns each notebook cell into a test item. With pytest-xdist, cells of one
 notebook must run on one worker (they share a kernel), so every nbval item is put
@@ -10,21 +10,20 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT / "tests"))
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 from tools import course, notebooks  # noqa: E402
 
 
+# xdist reads the group marks in its own hook of the same name; ours must run first.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if item.nodeid.split("::")[0].endswith(".ipynb"):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-
-
-# xdist reads the group marks in its own hook; ours must add them first.
-pytest_collection_modifyitems = pytest.hookimpl(tryfirst=True)(pytest_collection_modifyitems)
+        path = item.nodeid.split("::")[0]
+        if path.endswith(".ipynb"):
+            item.add_marker(pytest.mark.xdist_group(path))
 
 ASSIGNMENTS = course.assignment_ids()
 LESSONS = notebooks.lesson_ids()

@@ -1,0 +1,124 @@
+# Wrong answers students really write for exercise 2, one cell each.
+# Each must lose exactly its own item's points (see tools/cells.py).
+
+# %% wrong id=count_parameters -- sums the state_dict (tied weights twice, buffers included)
+def count_parameters(module, trainable_only=True):
+    return sum(t.numel() for t in module.state_dict().values())
+
+# %% wrong id=count_parameters -- ignores trainable_only
+def count_parameters(module, trainable_only=True):
+    return sum(p.numel() for p in module.parameters())
+
+# %% wrong id=count_parameters -- counts parameter tensors, not scalars
+def count_parameters(module, trainable_only=True):
+    return len([p for p in module.parameters() if p.requires_grad or not trainable_only])
+
+# %% wrong id=count_parameters -- walks every module's own parameters, so a weight shared by two layers counts twice
+def count_parameters(module, trainable_only=True):
+    return sum(p.numel() for m in module.modules() for p in m.parameters(recurse=False)
+               if p.requires_grad or not trainable_only)
+
+# %% wrong id=param_shapes -- stores shapes as lists
+def param_shapes(module):
+    return {name: list(p.shape) for name, p in module.named_parameters()}
+
+# %% wrong id=param_shapes -- reads the state_dict, which also holds buffers
+def param_shapes(module):
+    return {name: tuple(t.shape) for name, t in module.state_dict().items()}
+
+# %% wrong id=param_shapes -- uses each module's local names, so names collide
+def param_shapes(module):
+    shapes = {}
+    for m in module.modules():
+        for name, p in m.named_parameters(recurse=False):
+            shapes[name] = tuple(p.shape)
+    return shapes
+
+# %% wrong id=param_shapes -- stores the number of elements instead of the shape
+def param_shapes(module):
+    return {name: p.numel() for name, p in module.named_parameters()}
+
+# %% wrong id=make_rgnet -- names the blocks without the space
+def make_rgnet():
+    block2 = nn.Sequential()
+    for i in range(4):
+        block2.add_module(f"block{i}", nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4), nn.ReLU()))
+    return nn.Sequential(block2, nn.Linear(4, 1))
+
+# %% wrong id=make_rgnet -- adds one block object four times
+def make_rgnet():
+    block = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4), nn.ReLU())
+    block2 = nn.Sequential()
+    for i in range(4):
+        block2.add_module(f"block {i}", block)
+    return nn.Sequential(block2, nn.Linear(4, 1))
+
+# %% wrong id=make_rgnet -- passes the blocks positionally, so they are named '0' to '3'
+def make_rgnet():
+    blocks = [nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4), nn.ReLU()) for _ in range(4)]
+    return nn.Sequential(nn.Sequential(*blocks), nn.Linear(4, 1))
+
+# %% wrong id=make_rgnet -- leaves out each block's last ReLU
+def make_rgnet():
+    block2 = nn.Sequential()
+    for i in range(4):
+        block2.add_module(f"block {i}", nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4)))
+    return nn.Sequential(block2, nn.Linear(4, 1))
+
+# %% wrong id=make_tied_mlp -- creates two separate hidden layers
+def make_tied_mlp(width=8):
+    return nn.Sequential(nn.Linear(4, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
+                         nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 1))
+
+# %% wrong id=make_tied_mlp -- deep-copies the shared layer, which unties it
+import copy
+
+def make_tied_mlp(width=8):
+    shared = nn.Linear(width, width)
+    return nn.Sequential(nn.Linear(4, width), nn.ReLU(), shared, nn.ReLU(), copy.deepcopy(shared),
+                         nn.ReLU(), nn.Linear(width, 1))
+
+# %% wrong id=make_tied_mlp -- hard-codes the width 8
+def make_tied_mlp(width=8):
+    shared = nn.Linear(8, 8)
+    return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), shared, nn.ReLU(), shared, nn.ReLU(), nn.Linear(8, 1))
+
+# %% wrong id=make_tied_mlp -- keeps one shared layer outside the function for every call
+_SHARED = {}
+
+def make_tied_mlp(width=8):
+    shared = _SHARED.setdefault(width, nn.Linear(width, width))
+    return nn.Sequential(nn.Linear(4, width), nn.ReLU(), shared, nn.ReLU(), shared, nn.ReLU(), nn.Linear(width, 1))
+
+# %% wrong id=freeze -- matches the prefix anywhere in the name
+def freeze(module, prefixes):
+    frozen = []
+    for name, param in module.named_parameters():
+        if any(prefix in name for prefix in prefixes):
+            param.requires_grad_(False)
+            frozen.append(name)
+    return frozen
+
+# %% wrong id=freeze -- switches off requires_grad on .data, a detached view
+def freeze(module, prefixes):
+    frozen = []
+    for name, param in module.named_parameters():
+        if name.startswith(tuple(prefixes)):
+            param.data.requires_grad_(False)
+            frozen.append(name)
+    return frozen
+
+# %% wrong id=freeze -- needs the whole name to equal a prefix
+def freeze(module, prefixes):
+    frozen = []
+    for name, param in module.named_parameters():
+        if name in prefixes:
+            param.requires_grad_(False)
+            frozen.append(name)
+    return frozen
+
+# %% wrong id=freeze -- freezes but forgets to return the names
+def freeze(module, prefixes):
+    for name, param in module.named_parameters():
+        if name.startswith(tuple(prefixes)):
+            param.requires_grad = False

@@ -1,0 +1,179 @@
+# Wrong answers students really write for exercise 3, one cell each.
+# Each must lose exactly its own item's points (see tools/cells.py).
+
+# %% wrong id=init_normal -- passes the variance 0.01**2 as the standard deviation
+def init_normal(m):
+    if isinstance(m, nn.Linear):
+        nn.init.normal_(m.weight, mean=0.0, std=0.01**2)
+        if m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+# %% wrong id=init_normal -- passes 0.01 positionally, where it becomes the mean
+def init_normal(m):
+    if isinstance(m, nn.Linear):
+        nn.init.normal_(m.weight, 0.01)
+        if m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+# %% wrong id=init_normal -- forgets the bias
+def init_normal(m):
+    if isinstance(m, nn.Linear):
+        nn.init.normal_(m.weight, std=0.01)
+
+# %% wrong id=init_normal -- touches every module that has a weight
+def init_normal(m):
+    if hasattr(m, "weight"):
+        nn.init.normal_(m.weight, std=0.01)
+        if getattr(m, "bias", None) is not None:
+            nn.init.zeros_(m.bias)
+
+# %% wrong id=init_normal -- crashes on a Linear without bias
+def init_normal(m):
+    if type(m) == nn.Linear:
+        nn.init.normal_(m.weight, std=0.01)
+        nn.init.zeros_(m.bias)
+
+# %% wrong id=init_normal -- uses a uniform law with the right std
+def init_normal(m):
+    if isinstance(m, nn.Linear):
+        bound = 0.01 * math.sqrt(3)
+        nn.init.uniform_(m.weight, -bound, bound)
+        if m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+# %% wrong id=weird_init_ -- U(5, 10) with probability 1/2 (no negative side)
+def weird_init_(tensor):
+    with torch.no_grad():
+        tensor.uniform_(0, 10)
+        tensor.mul_(tensor >= 5)
+    return tensor
+
+# %% wrong id=weird_init_ -- forgets the abs, so only the positive side survives
+def weird_init_(tensor):
+    with torch.no_grad():
+        tensor.uniform_(-10, 10)
+        tensor.mul_(tensor >= 5)
+    return tensor
+
+# %% wrong id=weird_init_ -- forgets to zero the middle
+def weird_init_(tensor):
+    with torch.no_grad():
+        tensor.uniform_(-10, 10)
+    return tensor
+
+# %% wrong id=weird_init_ -- keeps the inside instead of the outside (wrong comparison)
+def weird_init_(tensor):
+    with torch.no_grad():
+        tensor.uniform_(-10, 10)
+        tensor.mul_(tensor.abs() < 5)
+    return tensor
+
+# %% wrong id=weird_init_ -- no torch.no_grad(), so it breaks on a parameter
+def weird_init_(tensor):
+    tensor.uniform_(-10, 10)
+    tensor *= tensor.abs() >= 5
+    return tensor
+
+# %% wrong id=weird_init_ -- turns requires_grad off to get around autograd
+def weird_init_(tensor):
+    tensor.requires_grad_(False)
+    tensor.uniform_(-10, 10)
+    tensor *= tensor.abs() >= 5
+    return tensor
+
+# %% wrong id=weird_init_ -- builds a new tensor instead of changing the argument
+def weird_init_(tensor):
+    values = torch.empty_like(tensor).uniform_(-10, 10)
+    return values * (values.abs() >= 5)
+
+# %% wrong id=weird_init_ -- works in place but returns None
+def weird_init_(tensor):
+    with torch.no_grad():
+        tensor.uniform_(-10, 10)
+        tensor.mul_(tensor.abs() >= 5)
+
+# %% wrong id=weird_init_ -- draws whole numbers
+def weird_init_(tensor):
+    with torch.no_grad():
+        values = torch.randint(-10, 11, tensor.shape).to(tensor.dtype)
+        tensor.copy_(values * (values.abs() >= 5))
+        keep = torch.rand(tensor.shape) < 0.5 / (12 / 21)
+        tensor.mul_(keep)
+    return tensor
+
+# %% wrong id=weird_init_ -- reseeds inside, so every call gives the same values
+def weird_init_(tensor):
+    torch.manual_seed(0)
+    with torch.no_grad():
+        tensor.uniform_(-10, 10)
+        tensor.mul_(tensor.abs() >= 5)
+    return tensor
+
+# %% wrong id=my_init -- forgets the type check and crashes on layers without a weight
+def my_init(m):
+    weird_init_(m.weight)
+
+# %% wrong id=my_init -- touches every module that has a weight
+def my_init(m):
+    if hasattr(m, "weight"):
+        weird_init_(m.weight)
+
+# %% wrong id=my_init -- initializes a copy of the weight
+def my_init(m):
+    if isinstance(m, nn.Linear):
+        weird_init_(m.weight.detach().clone())
+
+# %% wrong id=my_init -- only looks at the direct children of the module it gets
+def my_init(m):
+    if isinstance(m, nn.Sequential):
+        for child in m.children():
+            if isinstance(child, nn.Linear):
+                weird_init_(child.weight)
+
+# %% wrong id=activation_stds -- records the output of every module, ReLUs too
+def activation_stds(net, x):
+    stds = []
+    with torch.no_grad():
+        for layer in net:
+            x = layer(x)
+            stds.append(x.std().item())
+    return stds
+
+# %% wrong id=activation_stds -- only walks the top-level children
+def activation_stds(net, x):
+    stds = []
+    with torch.no_grad():
+        for layer in net.children():
+            x = layer(x)
+            if isinstance(layer, nn.Linear):
+                stds.append(x.std().item())
+    return stds
+
+# %% wrong id=activation_stds -- reports the weights' std instead of the outputs'
+def activation_stds(net, x):
+    return [m.weight.std().item() for m in net.modules() if isinstance(m, nn.Linear)]
+
+# %% wrong id=activation_stds -- chains the Linear layers in registration order, skipping forward
+def activation_stds(net, x):
+    stds = []
+    with torch.no_grad():
+        for m in net.modules():
+            if isinstance(m, nn.Linear):
+                x = m(x)
+                stds.append(x.std().item())
+    return stds
+
+# %% wrong id=activation_stds -- leaves the hooks on the net
+def activation_stds(net, x):
+    stds = []
+    for m in net.modules():
+        if isinstance(m, nn.Linear):
+            m.register_forward_hook(lambda mod, inp, out: stds.append(out.std().item()))
+    with torch.no_grad():
+        net(x)
+    return stds
+
+# %% wrong id=activation_stds -- returns the std of the final output only
+def activation_stds(net, x):
+    with torch.no_grad():
+        return [net(x).std().item()]

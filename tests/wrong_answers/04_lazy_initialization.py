@@ -1,0 +1,87 @@
+# Wrong answers students really write for exercise 4, one cell each.
+# Each must lose exactly its own item's points (see tools/cells.py).
+
+# %% wrong id=has_uninitialized_params -- requires every parameter to be lazy
+def has_uninitialized_params(module):
+    params = list(module.parameters())
+    return bool(params) and all(isinstance(p, nn.parameter.UninitializedParameter) for p in params)
+
+# %% wrong id=has_uninitialized_params -- looks for lazy module classes instead of lazy parameters
+def has_uninitialized_params(module):
+    return any(type(m).__name__.startswith("Lazy") for m in module.modules())
+
+# %% wrong id=has_uninitialized_params -- checks only the top module's own parameters
+def has_uninitialized_params(module):
+    return any(isinstance(p, nn.parameter.UninitializedParameter) for p in module.parameters(recurse=False))
+
+# %% wrong id=has_uninitialized_params -- asks each parameter for its size
+def has_uninitialized_params(module):
+    return any(p.numel() == 0 for p in module.parameters())
+
+# %% wrong id=apply_init -- initializes before the dry run
+def apply_init(net, example_input, init_fn=None):
+    if init_fn is not None:
+        net.apply(init_fn)
+    with torch.no_grad():
+        net(example_input)
+    return net
+
+# %% wrong id=apply_init -- records gradients during the dry run
+def apply_init(net, example_input, init_fn=None):
+    net(example_input)
+    if init_fn is not None:
+        net.apply(init_fn)
+    return net
+
+# %% wrong id=apply_init -- uses inference_mode, so the weights become inference tensors
+def apply_init(net, example_input, init_fn=None):
+    with torch.inference_mode():
+        net(example_input)
+    if init_fn is not None:
+        net.apply(init_fn)
+    return net
+
+# %% wrong id=apply_init -- calls init_fn on the network itself instead of net.apply
+def apply_init(net, example_input, init_fn=None):
+    with torch.no_grad():
+        net(example_input)
+    if init_fn is not None:
+        init_fn(net)
+    return net
+
+# %% wrong id=apply_init -- forgets to return the network
+def apply_init(net, example_input, init_fn=None):
+    with torch.no_grad():
+        net(example_input)
+    if init_fn is not None:
+        net.apply(init_fn)
+
+# %% wrong id=infer_shapes -- lists the state_dict, buffers included
+def infer_shapes(net, input_shape):
+    with torch.no_grad():
+        net(torch.zeros(input_shape))
+    return [(name, tuple(t.shape)) for name, t in net.state_dict().items()]
+
+# %% wrong id=infer_shapes -- adds a batch dimension of its own
+def infer_shapes(net, input_shape):
+    with torch.no_grad():
+        net(torch.zeros(1, *input_shape))
+    return [(name, tuple(p.shape)) for name, p in net.named_parameters()]
+
+# %% wrong id=infer_shapes -- returns a dict instead of a list of pairs
+def infer_shapes(net, input_shape):
+    with torch.no_grad():
+        net(torch.zeros(input_shape))
+    return {name: tuple(p.shape) for name, p in net.named_parameters()}
+
+# %% wrong id=infer_shapes -- uses short names from each module's own parameters
+def infer_shapes(net, input_shape):
+    with torch.no_grad():
+        net(torch.zeros(input_shape))
+    return [(name, tuple(p.shape)) for m in net.modules() for name, p in m.named_parameters(recurse=False)]
+
+# %% wrong id=infer_shapes -- uses random input instead of zeros
+def infer_shapes(net, input_shape):
+    with torch.no_grad():
+        net(torch.randn(input_shape))
+    return [(name, tuple(p.shape)) for name, p in net.named_parameters()]

@@ -1,0 +1,131 @@
+# Wrong answers students really write for exercise 5, one cell each.
+# Each must lose exactly its own item's points (see tools/cells.py).
+
+# %% wrong id=CenteredLayer -- centres each row instead of the whole tensor
+class CenteredLayer(nn.Module):
+    def forward(self, X):
+        return X - X.mean(dim=-1, keepdim=True)
+
+# %% wrong id=CenteredLayer -- centres each column (mean over the batch)
+class CenteredLayer(nn.Module):
+    def forward(self, X):
+        return X - X.mean(dim=0)
+
+# %% wrong id=CenteredLayer -- subtracts in place, changing the caller's tensor
+class CenteredLayer(nn.Module):
+    def forward(self, X):
+        X -= X.mean()
+        return X
+
+# %% wrong id=CenteredLayer -- detaches the mean, so the gradient is not centred
+class CenteredLayer(nn.Module):
+    def forward(self, X):
+        return X - X.mean().detach()
+
+# %% wrong id=MyLinear -- uses .data in forward, so no gradient reaches W and b
+class MyLinear(nn.Module):
+    def __init__(self, in_units, units):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(in_units, units))
+        self.bias = nn.Parameter(torch.randn(units))
+
+    def forward(self, X):
+        return F.relu(X @ self.weight.data + self.bias.data)
+
+# %% wrong id=MyLinear -- stores W as (units, in_units) like nn.Linear
+class MyLinear(nn.Module):
+    def __init__(self, in_units, units):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(units, in_units))
+        self.bias = nn.Parameter(torch.randn(units))
+
+    def forward(self, X):
+        return F.relu(X @ self.weight.T + self.bias)
+
+# %% wrong id=MyLinear -- forgets the ReLU
+class MyLinear(nn.Module):
+    def __init__(self, in_units, units):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(in_units, units))
+        self.bias = nn.Parameter(torch.randn(units))
+
+    def forward(self, X):
+        return X @ self.weight + self.bias
+
+# %% wrong id=MyLinear -- plain tensors with requires_grad instead of nn.Parameter
+class MyLinear(nn.Module):
+    def __init__(self, in_units, units):
+        super().__init__()
+        self.weight = torch.randn(in_units, units, requires_grad=True)
+        self.bias = torch.randn(units, requires_grad=True)
+
+    def forward(self, X):
+        return F.relu(X @ self.weight + self.bias)
+
+# %% wrong id=TensorReduction -- multiplies x by itself element-wise (only i == j terms)
+class TensorReduction(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(in_features, in_features, out_features))
+
+    def forward(self, x):
+        return torch.einsum("ijk,bi,bi->bk", self.weight, x, x)
+
+# %% wrong id=TensorReduction -- puts out_features first in W
+class TensorReduction(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(out_features, in_features, in_features))
+
+    def forward(self, x):
+        return torch.einsum("kij,bi,bj->bk", self.weight, x, x)
+
+# %% wrong id=TensorReduction -- uses the first example's x for the whole batch
+class TensorReduction(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(in_features, in_features, out_features))
+
+    def forward(self, x):
+        y = torch.einsum("ijk,i,j->k", self.weight, x[0], x[0])
+        return y.expand(x.shape[0], -1)
+
+# %% wrong id=TensorReduction -- loops, but writes into a detached result
+class TensorReduction(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(in_features, in_features, out_features))
+
+    def forward(self, x):
+        y = torch.zeros(x.shape[0], self.weight.shape[2])
+        for b in range(x.shape[0]):
+            for k in range(self.weight.shape[2]):
+                y[b, k] = (x[b] @ self.weight.data[:, :, k] @ x[b]).item()
+        return y
+
+# %% wrong id=FourierHalf -- keeps n // 2 coefficients, one too few for odd n
+class FourierHalf(nn.Module):
+    def forward(self, X):
+        return torch.fft.fft(X)[..., : X.shape[-1] // 2]
+
+# %% wrong id=FourierHalf -- returns the whole rfft (n // 2 + 1 coefficients)
+class FourierHalf(nn.Module):
+    def forward(self, X):
+        return torch.fft.rfft(X)
+
+# %% wrong id=FourierHalf -- slices the first dimension instead of the last
+class FourierHalf(nn.Module):
+    def forward(self, X):
+        return torch.fft.fft(X)[: (X.shape[-1] + 1) // 2]
+
+# %% wrong id=FourierHalf -- transforms along the first dimension
+class FourierHalf(nn.Module):
+    def forward(self, X):
+        n = X.shape[-1]
+        return torch.fft.fft(X, dim=0)[..., : (n + 1) // 2]
+
+# %% wrong id=FourierHalf -- returns magnitudes instead of the complex coefficients
+class FourierHalf(nn.Module):
+    def forward(self, X):
+        n = X.shape[-1]
+        return torch.fft.fft(X).abs()[..., : (n + 1) // 2]

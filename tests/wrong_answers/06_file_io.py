@@ -1,0 +1,137 @@
+# Wrong answers students really write for exercise 6, one cell each.
+# Each must lose exactly its own item's points (see tools/cells.py).
+
+# %% wrong id=checkpoint -- saves model, optimizer and epoch but not the RNG state
+def save_checkpoint(path, model, optimizer, epoch):
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch}, path)
+
+
+def load_checkpoint(path, model, optimizer, map_location="cpu"):
+    state = torch.load(path, map_location=map_location)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    return state["epoch"]
+
+# %% wrong id=checkpoint -- saves only the model, so momentum and Adam moments restart from zero
+def save_checkpoint(path, model, optimizer, epoch):
+    torch.save({"model": model.state_dict(), "epoch": epoch, "rng": torch.get_rng_state()}, path)
+
+
+def load_checkpoint(path, model, optimizer, map_location="cpu"):
+    state = torch.load(path, map_location=map_location)
+    model.load_state_dict(state["model"])
+    torch.set_rng_state(state["rng"])
+    return state["epoch"]
+
+# %% wrong id=checkpoint -- stores the initial seed and re-seeds, instead of the RNG state itself
+def save_checkpoint(path, model, optimizer, epoch):
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
+                "seed": torch.initial_seed()}, path)
+
+
+def load_checkpoint(path, model, optimizer, map_location="cpu"):
+    state = torch.load(path, map_location=map_location)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    torch.manual_seed(state["seed"])
+    return state["epoch"]
+
+# %% wrong id=checkpoint -- returns the next epoch instead of the saved one
+def save_checkpoint(path, model, optimizer, epoch):
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
+                "rng": torch.get_rng_state()}, path)
+
+
+def load_checkpoint(path, model, optimizer, map_location="cpu"):
+    state = torch.load(path, map_location=map_location)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    torch.set_rng_state(state["rng"])
+    return state["epoch"] + 1
+
+# %% wrong id=checkpoint -- ignores map_location and always loads onto the CPU
+def save_checkpoint(path, model, optimizer, epoch):
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
+                "rng": torch.get_rng_state()}, path)
+
+
+def load_checkpoint(path, model, optimizer, map_location="cpu"):
+    state = torch.load(path, map_location="cpu")
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    torch.set_rng_state(state["rng"])
+    return state["epoch"]
+
+# %% wrong id=atomic_save -- overwrites the file in place with torch.save
+def atomic_save(obj, path):
+    torch.save(obj, path)
+
+# %% wrong id=atomic_save -- deletes the old file first, then writes and renames
+def atomic_save(obj, path):
+    if os.path.exists(path):
+        os.remove(path)
+    tmp = str(path) + ".tmp"
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+# %% wrong id=atomic_save -- moves the temporary file into place in a finally block, even after a failure
+def atomic_save(obj, path):
+    tmp = str(path) + ".tmp"
+    try:
+        torch.save(obj, tmp)
+    finally:
+        os.replace(tmp, path)
+
+# %% wrong id=atomic_save -- builds the temporary name with + and breaks on a pathlib.Path
+def atomic_save(obj, path):
+    tmp = path + ".tmp"
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+# %% wrong id=load_prefix -- loads the whole state_dict
+def load_prefix(model, state_dict, prefixes):
+    model.load_state_dict(state_dict, strict=False)
+    return list(state_dict)
+
+# %% wrong id=load_prefix -- tests `prefix in key` instead of key.startswith(prefix)
+def load_prefix(model, state_dict, prefixes):
+    chosen = {k: v for k, v in state_dict.items() if any(p in k for p in prefixes)}
+    model.load_state_dict(chosen, strict=False)
+    return list(chosen)
+
+# %% wrong id=load_prefix -- assigns into model.state_dict(), which is a new dict each call
+def load_prefix(model, state_dict, prefixes):
+    loaded = []
+    for key, value in state_dict.items():
+        if key.startswith(tuple(prefixes)):
+            model.state_dict()[key] = value
+            loaded.append(key)
+    return loaded
+
+# %% wrong id=load_prefix -- rebinds .data to the given tensors instead of copying them
+def load_prefix(model, state_dict, prefixes):
+    tensors = dict(model.named_parameters())
+    tensors.update(model.named_buffers())
+    loaded = []
+    for key, value in state_dict.items():
+        if key.startswith(tuple(prefixes)):
+            tensors[key].data = value
+            loaded.append(key)
+    return loaded
+
+# %% wrong id=safe_load -- turns weights_only off
+def safe_load(path):
+    return torch.load(path, map_location="cpu", weights_only=False)
+
+# %% wrong id=safe_load -- falls back to an unsafe load when the safe one refuses
+def safe_load(path):
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception:
+        return torch.load(path, map_location="cpu", weights_only=False)
+
+# %% wrong id=safe_load -- uses pickle directly
+def safe_load(path):
+    import pickle
+    with open(path, "rb") as f:
+        return pickle.load(f)
