@@ -64,26 +64,6 @@ def test_graded_items_follow_the_rules(assignment):
     assert any(c.cell_type == "markdown" for c in graded), "each lesson has a manually graded question"
 
 
-def _validator(invert: bool):
-    from nbgrader.validator import Validator
-
-    config = course.load_config()
-    config.Validator.invert = invert
-    return Validator(config=config)
-
-
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_nbgrader_validate_passes_the_solution(assignment):
-    result = _validator(invert=False).validate(str(ROOT / "solutions" / assignment / f"{assignment}.ipynb"))
-    assert result == {}, result
-
-
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_every_graded_test_fails_on_the_untouched_exercise(assignment):
-    result = _validator(invert=True).validate(str(ROOT / "exercises" / assignment / f"{assignment}.ipynb"))
-    assert result == {}, f"tests that pass on the blank exercise: {result}"
-
-
 WRONG = [w for a in ASSIGNMENTS for w in cells.read_wrong_answers(a)]
 
 
