@@ -8,7 +8,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PORT ?= 8888
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup lab test exercises notebooks check-env clean
+.PHONY: setup lab test exercises notebooks check-env grade feedback report bench clean
 
 setup: $(STAMP)
 
@@ -39,6 +39,21 @@ notebooks: setup
 
 check-env: setup
 	@$(PY) -m tools.check_env
+
+# Grade a folder of downloads: make grade A=01_blocks SUBMISSIONS=path/to/folder [JOBS=4]
+grade: setup
+	@test -n "$(A)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade A=ASSIGNMENT SUBMISSIONS=DIR [JOBS=N]"; exit 2; }
+	$(PY) -m grader grade $(A) --submissions "$(SUBMISSIONS)" $(if $(JOBS),--jobs $(JOBS),)
+
+feedback: setup
+	$(PY) -m grader feedback $(A)
+
+report: setup
+	$(PY) -m grader report $(A)
+
+# Speed of plain nbgrader against our grader, side by side (not a test).
+bench: setup
+	$(PY) -m tools.bench
 
 clean:
 	rm -rf $(VENV) .exchange gradebook.db submitted autograded feedback

@@ -1,11 +1,9 @@
 """Shared test setup, at the root so it also applies to the notebooks nbval collects."""
-import os
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "tests"))
-os.environ.setdefault("MPLBACKEND", "Agg")
 
 from tools import course, notebooks  # noqa: E402
 

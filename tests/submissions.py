@@ -1,29 +1,9 @@
 """Student submissions made from the exercises, for grading tests."""
 from __future__ import annotations
 
-import nbformat
-
-from conftest import ROOT
+from conftest import ROOT  # noqa: F401 (tests aim probes at the repository's real paths)
 from tools import cells
-
-
-def exercise(assignment: str):
-    return nbformat.read(ROOT / "exercises" / assignment / f"{assignment}.ipynb", as_version=4)
-
-
-def answered(assignment: str, replace: dict[str, str] | None = None):
-    """The exercise as a student who copied the model answers would hand it in;
-    `replace` swaps some answers for other code (a wrong answer, say)."""
-    solution = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
-    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in solution.cells
-               if c.metadata["nbgrader"].get("solution")}
-    answers.update(replace or {})
-    nb = exercise(assignment)
-    for cell in nb.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if cell.metadata.get("nbgrader", {}).get("solution"):
-            cell.source = answers[grade_id]
-    return nb
+from tools.cells import answered, exercise  # noqa: F401 (the builders live with the cell runner)
 
 
 def first_wrong(assignment: str) -> cells.WrongAnswer:

@@ -56,6 +56,10 @@ def run(cells: list[dict], replace: dict[str, str] | None = None) -> dict[str, B
     Returns, for every graded test cell, the exception it raised (or None).
     """
     replace = replace or {}
+    # Figures have no screen here; set in this process only, never in the
+    # environment that nbval's kernels inherit.
+    import matplotlib
+    matplotlib.use("Agg")
     namespace: dict = {"__name__": "__main__"}
     outcome: dict[str, BaseException | None] = {}
     for cell in cells:
@@ -93,6 +97,25 @@ def read_wrong_answers(lesson: str) -> list[WrongAnswer]:
 def solution_cells(lesson: str) -> list[dict]:
     nb = nbformat.read(ROOT / "solutions" / lesson / f"{lesson}.ipynb", as_version=4)
     return graded_cells(nb)
+
+
+def exercise(lesson: str):
+    """The released student notebook, as a student downloads it."""
+    return nbformat.read(ROOT / "exercises" / lesson / f"{lesson}.ipynb", as_version=4)
+
+
+def answered(lesson: str, replace: dict[str, str] | None = None):
+    """The exercise as a student who copied the model answers would hand it in;
+    `replace` swaps some answers for other code (a wrong answer, say)."""
+    solution = nbformat.read(ROOT / "solutions" / lesson / f"{lesson}.ipynb", as_version=4)
+    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in solution.cells
+               if c.metadata["nbgrader"].get("solution")}
+    answers.update(replace or {})
+    nb = exercise(lesson)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.source = answers[cell.metadata["nbgrader"]["grade_id"]]
+    return nb
 
 
 def check_lesson(lesson: str) -> list[str]:

@@ -47,6 +47,14 @@ REPOSITORY = "pytorch-building-blocks/course"
 BRANCH = "main"
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+# Lessons whose lecture and exercise ask Colab for a GPU runtime, with the notebook
+# metadata Colab itself writes when a student picks "T4 GPU" (nbgrader carries
+# notebook metadata through to the exercise). No other notebook carries it.
+GPU_LESSONS = {"07_gpus"}
+COLAB_GPU = {"accelerator": "GPU", "colab": {"gpuType": "T4", "provenance": []}}
+# Notebook metadata that comes from the text source (checked for drift); the rest
+# (language_info) is written when a notebook runs.
+SOURCE_METADATA = ("kernelspec", *COLAB_GPU)
 MARKER = re.compile(r"^# %%(?P<rest>.*)$")
 KINDS = {"answer", "tests", "manual"}
 
@@ -133,11 +141,15 @@ def _nbgrader(cell: SourceCell, index: int) -> dict:
     return meta
 
 
-def build_notebook(source_path: Path, badge_path: str, graded: bool) -> nbformat.NotebookNode:
-    """Turn one text source into a notebook with no outputs and stable cell ids."""
+def build_notebook(source_path: Path, badge_path: str, graded: bool,
+                   gpu: bool = False) -> nbformat.NotebookNode:
+    """Turn one text source into a notebook with no outputs and stable cell ids;
+    `gpu` adds Colab's GPU-runtime metadata."""
     cells = parse_source(source_path.read_text(encoding="utf-8"), str(source_path))
     nb = nbformat.v4.new_notebook()
     nb.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"}}
+    if gpu:
+        nb.metadata.update(copy.deepcopy(COLAB_GPU))
     badge = nbformat.v4.new_markdown_cell(colab_badge(badge_path), id="colab-badge")
     if graded:
         badge.metadata["nbgrader"] = _nbgrader(SourceCell("markdown", None, {"id": "colab-badge"}), 0)
@@ -174,6 +186,13 @@ class Target:
     badge_path: str
     graded: bool
 
+    @property
+    def gpu(self) -> bool:
+        return self.lesson in GPU_LESSONS
+
+    def build(self) -> nbformat.NotebookNode:
+        return build_notebook(self.source, self.badge_path, self.graded, self.gpu)
+
 
 def lesson_ids() -> list[str]:
     return sorted(p.name for p in LESSONS.iterdir() if (p / "lecture.py").exists() or (p / "exercise.py").exists())
@@ -196,7 +215,7 @@ def targets(ids: list[str] | None = None) -> list[Target]:
 def without_outputs(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The part of a notebook that comes from its text source."""
     nb = copy.deepcopy(nb)
-    nb.metadata = {k: v for k, v in nb.metadata.items() if k == "kernelspec"}
+    nb.metadata = {k: v for k, v in nb.metadata.items() if k in SOURCE_METADATA}
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = []
@@ -209,6 +228,7 @@ def execute(nb: nbformat.NotebookNode, cwd: Path) -> nbformat.NotebookNode:
     """Run a notebook top to bottom in a fresh python3 kernel and keep the outputs clean."""
     from nbclient import NotebookClient
 
+    cwd.mkdir(parents=True, exist_ok=True)
     env_cwd = str(cwd)
     client = NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": env_cwd}})
     client.execute()
@@ -227,13 +247,17 @@ def write(nb: nbformat.NotebookNode, path: Path) -> None:
 
 def build(ids: list[str] | None, run: bool) -> None:
     for target in targets(ids):
-        nb = build_notebook(target.source, target.badge_path, target.graded)
+        nb = target.build()
         if run:
             nb = execute(nb, target.notebook.parent)
         elif target.notebook.exists():
-            # Keep the stored outputs when only the text changed nothing but outputs.
+            # Keep the stored outputs when the cells did not change (metadata may have).
             old = nbformat.read(target.notebook, as_version=4)
-            if without_outputs(old) == without_outputs(nb):
+            old_cells = without_outputs(old)
+            old_cells.metadata = without_outputs(nb).metadata
+            if old_cells == without_outputs(nb):
+                old.metadata = {**{k: v for k, v in old.metadata.items() if k not in SOURCE_METADATA},
+                                **{k: v for k, v in nb.metadata.items() if k in SOURCE_METADATA}}
                 nb = old
         write(nb, target.notebook)
         print(f"{'executed' if run else 'built'} {target.notebook.relative_to(ROOT)}")
@@ -247,7 +271,7 @@ def drift() -> list[str]:
             problems.append(f"{target.notebook.relative_to(ROOT)} is missing; run make notebooks")
             continue
         stored = without_outputs(nbformat.read(target.notebook, as_version=4))
-        fresh = without_outputs(build_notebook(target.source, target.badge_path, target.graded))
+        fresh = without_outputs(target.build())
         if stored != fresh:
             problems.append(f"{target.notebook.relative_to(ROOT)} differs from "
                             f"{target.source.relative_to(ROOT)}; run make notebooks")

@@ -1,0 +1,80 @@
+"""Command line: python -m grader {grade,feedback,report} ASSIGNMENT ..."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from . import sandbox
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    grade = sub.add_parser("grade", help="grade a folder of submissions")
+    grade.add_argument("assignment")
+    grade.add_argument("--submissions", required=True, type=Path,
+                       help="folder with <student>.ipynb files or <student>/ folders")
+    grade.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once")
+    grade.add_argument("--timeout", type=int, default=None,
+                       help="seconds one cell may run (default: the course's Execute.timeout)")
+    grade.add_argument("--notebook-timeout", type=int, default=600, help="seconds a whole notebook may run")
+    grade.add_argument("--memory", type=int, default=2048, help="memory limit per process, MiB")
+    grade.add_argument("--out", type=Path, default=None, help="CSV file (default grades/ASSIGNMENT.csv)")
+    grade.add_argument("--db-url", default=None, help="gradebook URL (default: the course's SQLite file)")
+    grade.add_argument("--no-sandbox", action="store_true", help="run student code without isolation")
+    grade.add_argument("--root", type=Path, default=None,
+                       help="course folder with solutions/ (default: this repository)")
+    feedback = sub.add_parser("feedback", help="HTML feedback per student, hidden tests removed")
+    feedback.add_argument("assignment")
+    feedback.add_argument("--db-url", default=None)
+    report = sub.add_parser("report", help="score distribution and per-item pass rates")
+    report.add_argument("assignment")
+    report.add_argument("--db-url", default=None)
+    report.add_argument("--out", type=Path, default=None, help="PNG file (default grades/ASSIGNMENT.png)")
+    args = parser.parse_args(argv)
+
+    if args.command == "grade":
+        return _grade(args)
+    if args.command == "feedback":
+        from .feedback import generate
+
+        for path in generate(args.assignment, db_url=args.db_url):
+            print(path)
+        return 0
+    from .report import report as make_report
+
+    print(make_report(args.assignment, db_url=args.db_url, out=args.out))
+    return 0
+
+
+def _grade(args) -> int:
+    from tools import course
+
+    from . import export, grade
+
+    if not args.submissions.is_dir():
+        print(f"error: {args.submissions} is not a folder of submissions", file=sys.stderr)
+        return 2
+    if args.no_sandbox:
+        print("WARNING: --no-sandbox: student code runs with YOUR rights, can read the solutions and "
+              "gradebook, and has network access. Use only for code you trust.", file=sys.stderr)
+    elif not sandbox.available():
+        print(f"error: {sandbox.INSTALL_HINT}", file=sys.stderr)
+        return 2
+    timeout = args.timeout or int(course.load_config().Execute.timeout or 60)
+    options = grade.Options(args.assignment, args.submissions, jobs=args.jobs, cell_timeout=timeout,
+                            notebook_timeout=args.notebook_timeout, sandbox=not args.no_sandbox,
+                            memory_mb=args.memory, db_url=args.db_url, root=args.root)
+    rows = grade.run(options)
+    out = args.out or ROOT / "grades" / f"{args.assignment}.csv"
+    export.write_csv(rows, out)
+    print(f"{len(rows)} students: {grade.describe(rows)}; grades in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

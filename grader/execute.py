@@ -1,0 +1,177 @@
+"""nbgrader's Execute step, hardened for untrusted notebooks.
+
+nbgrader drops a submission whose kernel dies ("Removing failed assignment"),
+lets a cell that ignores SIGINT burn the timeout of every later cell, and keeps
+all output in memory however much a cell prints. This step instead:
+
+- runs the kernel in the sandbox (see sandbox.py) with a private scratch folder;
+- gives the whole notebook a time limit as well as each cell;
+- after a timeout, interrupts; a kernel that does not answer within a grace
+  period is killed;
+- when the kernel dies or is killed, marks the cell it was running and every
+  later code cell with an error output naming the reason, so those cells score
+  zero (a graded cell without outputs would otherwise count as passed) and the
+  cells that ran keep their grades;
+- keeps at most `max_output_bytes` of output per cell.
+
+The reasons are also written into the notebook's metadata
+(`metadata.grader.problems`) for the report.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from queue import Empty
+
+from nbclient.exceptions import DeadKernelError
+from nbformat import NotebookNode
+from nbgrader.preprocessors import Execute
+from traitlets import Bool, Float, Int, default
+
+from .sandbox import SandboxedKernelManager
+
+
+# A plain os.fork() in a cell copies the whole kernel, sockets included: the
+# copies would answer the grader's requests too and make grades random. Any copy
+# that finishes a cell exits before it can reply (multiprocessing children never
+# get back to the kernel loop, so they are unaffected). Written as one line with
+# default arguments so that nothing is left in the student's namespace.
+FORK_GUARD = ("--IPKernelApp.exec_lines=get_ipython().events.register('post_run_cell', "
+              "lambda *_, _os=__import__('os'), _pid=__import__('os').getpid(): "
+              "_os.getpid() == _pid or _os._exit(0))")
+
+
+def error_output(ename: str, evalue: str) -> NotebookNode:
+    return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
+
+
+class GuardedExecute(Execute):
+    notebook_timeout = Float(600, help="seconds the whole notebook may run").tag(config=True)
+    interrupt_grace = Float(5, help="seconds a kernel has to stop after an interrupt").tag(config=True)
+    max_output_bytes = Int(1_000_000, help="output kept per cell, in bytes").tag(config=True)
+    sandbox = Bool(True, help="run kernels in the bubblewrap sandbox").tag(config=True)
+
+    _deadline = None
+    _current = None
+    _death = None
+
+    # nbconvert re-runs NotebookClient.__init__ inside preprocess(), resetting
+    # attributes set here: these must be trait defaults.
+    @default("kernel_manager_class")
+    def _default_kernel_manager_class(self):
+        return SandboxedKernelManager
+
+    @default("extra_arguments")
+    def _default_extra_arguments(self):
+        return [FORK_GUARD]
+
+    @default("timeout_func")
+    def _default_timeout_func(self):
+        return self._cell_timeout
+
+    # -- limits ---------------------------------------------------------------
+    def _cell_timeout(self, cell) -> int:
+        remaining = self._deadline - time.monotonic() if self._deadline else self.timeout
+        return max(1, int(min(self.timeout or remaining, remaining) + 0.999))
+
+    def output(self, outs, msg, display_id, cell_index):
+        content = msg.get("content", {})
+        size = len(str(content.get("text", ""))) + sum(len(str(v)) for v in content.get("data", {}).values())
+        used = self._output_sizes.get(cell_index, 0)
+        self._output_sizes[cell_index] = used + size
+        if used + size > self.max_output_bytes:
+            if used <= self.max_output_bytes:
+                note = f"[output truncated by the grader after {self.max_output_bytes} bytes]\n"
+                outs.append(NotebookNode(output_type="stream", name="stdout", text=note))  # stderr would fail the cell
+                self._problems.append(f"{self._name(cell_index)}: output truncated")
+            return None
+        return super().output(outs, msg, display_id, cell_index)
+
+    async def _async_handle_timeout(self, timeout, cell=None):
+        expired = self._deadline is not None and time.monotonic() >= self._deadline - 0.5
+        reply = await super()._async_handle_timeout(timeout, cell)
+        if expired:
+            raise DeadKernelError(f"the notebook ran past its time limit of {self.notebook_timeout:.0f} s")
+        # A kernel that honours the interrupt answers the execute request soon.
+        deadline = time.monotonic() + self.interrupt_grace
+        while time.monotonic() < deadline:
+            try:
+                msg = await self.kc.shell_channel.get_msg(timeout=0.2)
+            except Empty:
+                continue
+            if msg["msg_type"] == "execute_reply":
+                self._problems.append(f"{self._name(self._current)}: timed out after {timeout} s and was interrupted")
+                return reply
+        raise DeadKernelError(f"a cell ran past {timeout} s and ignored the interrupt")
+
+    # -- running --------------------------------------------------------------
+    async def _async_check_alive(self) -> None:
+        try:
+            await super()._async_check_alive()
+        except DeadKernelError:
+            self._death = self._exit_reason() or "the kernel died"
+            raise
+
+    def preprocess_cell(self, cell, resources, index):
+        self._current = index
+        return super().preprocess_cell(cell, resources, index)
+
+    def preprocess(self, nb, resources=None, km=None):
+        path = (resources or {}).get("metadata", {}).get("path") or os.getcwd()
+        scratch = tempfile.mkdtemp(prefix="grader-scratch-")
+        for name in os.listdir(path):
+            source = os.path.join(path, name)
+            if os.path.isfile(source) and not name.endswith(".ipynb"):
+                shutil.copy(source, scratch)
+        os.chmod(scratch, 0o700)
+        self.kernel_manager_class = SandboxedKernelManager
+        self.config.SandboxedKernelManager.scratch = scratch
+        self.config.SandboxedKernelManager.enabled = self.sandbox
+        resources = dict(resources or {})
+        resources["metadata"] = dict(resources.get("metadata", {}), path=scratch)
+        self._deadline = time.monotonic() + self.notebook_timeout
+        self._problems = []
+        self._output_sizes = {}
+        self._current = None
+        self._death = None
+        try:
+            nb, resources = super().preprocess(nb, resources, km)
+        except DeadKernelError as exc:
+            self._mark_not_run(nb, self._death if str(exc) == "Kernel died" and self._death else str(exc))
+        except Exception as exc:  # a broken kernel start must not lose the submission
+            self._mark_not_run(nb, f"{type(exc).__name__}: {exc}")
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        nb.metadata.setdefault("grader", {})["problems"] = list(self._problems)
+        return nb, resources
+
+    def _name(self, index) -> str:
+        """A cell as the student knows it: its graded name, else its position."""
+        try:
+            grade_id = self.nb.cells[index].metadata.get("nbgrader", {}).get("grade_id", "")
+        except (AttributeError, IndexError, TypeError):
+            grade_id = ""
+        return grade_id if grade_id and not grade_id.startswith("cell-") else f"cell {index + 1}"
+
+    def _exit_reason(self) -> str | None:
+        process = getattr(getattr(self.km, "provisioner", None), "process", None)
+        code = process.poll() if process is not None else None
+        if code is None:
+            return None
+        if code < 0 or code >= 128:
+            signal_number = -code if code < 0 else code - 128
+            return f"the kernel was killed by signal {signal_number}"
+        return f"the kernel exited with status {code}"
+
+    def _mark_not_run(self, nb, reason: str) -> None:
+        start = self._current if self._current is not None else 0
+        self._problems.append(f"{self._name(start)}: {reason}")
+        for index, cell in enumerate(nb.cells):
+            if cell.cell_type != "code" or index < start:
+                continue
+            if index == start:
+                cell.outputs.append(error_output("KernelDied", reason))
+            else:
+                cell.outputs = [error_output("NotRun", f"not run: {reason} in an earlier cell")]

@@ -1,0 +1,223 @@
+"""Grade every submission of a folder through nbgrader, in parallel and sandboxed.
+
+nbgrader stays the engine: the course's own config, its gradebook (SQLite by
+default, any `db_url` it supports), its sanitizing (restoring locked and hidden
+test cells) and its scoring. Around it, this module
+
+- collects and restores submissions (collect.py, restore.py) so that unreadable
+  or mangled files still get a row and the right score;
+- replaces nbgrader's Execute step with GuardedExecute (sandbox, time limits,
+  kernel deaths graded instead of dropped);
+- runs `jobs` long-lived worker processes, each calling nbgrader's Python API,
+  so the CLI's start-up is paid once per worker, not once per student.
+"""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from tools import course
+
+from . import collect, restore
+
+
+@dataclass
+class Options:
+    assignment: str
+    submissions: Path
+    jobs: int = os.cpu_count() or 1
+    cell_timeout: int = 60
+    notebook_timeout: int = 600
+    sandbox: bool = True
+    memory_mb: int = 2048
+    root: Path | None = None          # course root; None: this repository
+    db_url: str | None = None         # gradebook; None: the course's
+
+
+@dataclass
+class Row:
+    student_id: str
+    score: float = 0.0
+    max_score: float = 0.0
+    status: str = "graded"
+    detail: str = ""
+    grader_id: str = ""
+    items: dict[str, float] = field(default_factory=dict)
+    needs_manual: float = 0.0
+
+
+def quiet_nbgrader() -> None:
+    """nbgrader 0.9.6 with SQLAlchemy 2.1 warns on every autograde (harmless, see FACTS.md)."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message="Object of type <Submitted")
+
+
+def course_config(options: Options):
+    config = course.load_config(options.root)
+    if options.db_url:
+        config.CourseDirectory.db_url = options.db_url
+    return config
+
+
+# -- worker processes -------------------------------------------------------------
+_worker_api = None
+
+
+def _start_worker(options: Options, slots) -> None:
+    """Build one nbgrader API per worker; its kernels run as this slot's own user."""
+    global _worker_api
+    import logging
+
+    from nbconvert.preprocessors import ClearMetadataPreprocessor
+    from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern,
+                                        LimitOutput, SaveAutoGrades)
+
+    from .execute import GuardedExecute
+    from .sandbox import FIRST_UID
+
+    quiet_nbgrader()
+    slot = slots.get()
+    config = course_config(options)
+    config.Autograde.autograde_preprocessors = [
+        GuardedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+        SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+    config.GuardedExecute.timeout = options.cell_timeout
+    config.GuardedExecute.notebook_timeout = options.notebook_timeout
+    config.GuardedExecute.sandbox = options.sandbox
+    config.SandboxedKernelManager.uid = FIRST_UID + slot
+    config.SandboxedKernelManager.memory_mb = options.memory_mb
+    _worker_api = course.api(config)
+    # nbgrader logs a false "checksum has changed" for every cell with hidden
+    # tests; tampering is reported by restore.py instead.
+    _worker_api.log.setLevel(logging.CRITICAL)
+    logging.getLogger("traitlets").setLevel(logging.CRITICAL)
+
+
+def _autograde(task: tuple[str, str]) -> tuple[str, bool, str, list[str]]:
+    assignment, grader_id = task
+    result = _worker_api.autograde(assignment, grader_id, force=True, create=True)
+    problems: list[str] = []
+    autograded = (Path(_worker_api.coursedir.root) / _worker_api.coursedir.autograded_directory /
+                  grader_id / assignment / f"{assignment}.ipynb")
+    if autograded.exists():
+        nb = nbformat.read(autograded, as_version=4)
+        problems = nb.metadata.get("grader", {}).get("problems", [])
+    log = (result.get("error") or result.get("log") or "").strip().splitlines()
+    return grader_id, bool(result["success"]), (log[-1] if log else ""), problems
+
+
+# -- the whole class ----------------------------------------------------------------
+def prepare(options: Options, submissions: list[collect.Submission]) -> nbformat.NotebookNode:
+    """Register the assignment, then write restored notebooks where nbgrader reads them."""
+    api = course.api(course_config(options))
+    course.generate(api, options.assignment)
+    root = Path(api.coursedir.root)
+    released = nbformat.read(root / api.coursedir.release_directory / options.assignment /
+                             f"{options.assignment}.ipynb", as_version=4)
+    for submission in submissions:
+        for folder in (api.coursedir.submitted_directory, api.coursedir.autograded_directory):
+            shutil.rmtree(root / folder / submission.grader_id / options.assignment, ignore_errors=True)
+        if submission.notebook is None:
+            continue
+        nb, notes = restore.restore(submission.notebook, released)
+        submission.notes += notes
+        target = root / api.coursedir.submitted_directory / submission.grader_id / options.assignment
+        target.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, target / f"{options.assignment}.ipynb")
+    return released
+
+
+def _progress(done: int, total: int, started: float) -> None:
+    if not sys.stderr.isatty():
+        return
+    width = 30
+    filled = int(width * done / max(total, 1))
+    rate = done / max(time.monotonic() - started, 1e-9) * 60
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} graded, {rate:.0f}/min")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def run(options: Options) -> list[Row]:
+    quiet_nbgrader()
+    submissions = collect.collect(options.submissions, options.assignment)
+    prepare(options, submissions)
+    to_grade = [s for s in submissions if s.problem is None]
+    outcome: dict[str, tuple[bool, str, list[str]]] = {}
+    started = time.monotonic()
+    _progress(0, len(to_grade), started)
+    if to_grade:
+        context = multiprocessing.get_context("spawn")
+        slots = context.Queue()
+        jobs = max(1, min(options.jobs, len(to_grade)))
+        for slot in range(jobs):
+            slots.put(slot)
+        with context.Pool(jobs, initializer=_start_worker, initargs=(options, slots)) as pool:
+            tasks = [(options.assignment, s.grader_id) for s in to_grade]
+            for n, (grader_id, ok, message, problems) in enumerate(pool.imap_unordered(_autograde, tasks), 1):
+                outcome[grader_id] = (ok, message, problems)
+                _progress(n, len(to_grade), started)
+    return rows(options, submissions, outcome)
+
+
+def rows(options: Options, submissions, outcome) -> list[Row]:
+    from nbgrader.api import Gradebook, MissingEntry
+
+    config = course_config(options)
+    result = []
+    with Gradebook(config.CourseDirectory.db_url) as gradebook:
+        assignment = gradebook.find_assignment(options.assignment)
+        tests = [(cell.name, cell.max_score) for nb in assignment.notebooks for cell in nb.grade_cells
+                 if cell.cell_type == "code"]
+        max_auto = sum(points for _, points in tests)
+        for submission in submissions:
+            row = Row(submission.student, max_score=max_auto, grader_id=submission.grader_id)
+            details = list(submission.notes)
+            if submission.problem is not None:
+                row.status = "invalid"
+                details.insert(0, submission.problem)
+            else:
+                ok, message, problems = outcome[submission.grader_id]
+                details += problems
+                try:
+                    graded = gradebook.find_submission(options.assignment, submission.grader_id)
+                except MissingEntry:
+                    graded = None
+                if not ok or graded is None:
+                    row.status = "error"
+                    details.insert(0, f"nbgrader could not grade it: {message}")
+                else:
+                    for name, _ in tests:
+                        grade = gradebook.find_grade(name, options.assignment, options.assignment,
+                                                     submission.grader_id)
+                        row.items[name] = grade.score
+                    row.score = sum(row.items.values())
+                    row.needs_manual = graded.max_written_score
+                    failed = [name for name, points in tests if row.items[name] < points]
+                    if failed:
+                        details.append("failed: " + ", ".join(failed))
+            row.detail = "; ".join(details)
+            row.items = row.items or {name: 0.0 for name, _ in tests}
+            result.append(row)
+    return result
+
+
+def describe(rows_: list[Row]) -> str:
+    counts = {}
+    for row in rows_:
+        counts[row.status] = counts.get(row.status, 0) + 1
+    return ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+
+
+def dumps(rows_: list[Row]) -> str:
+    return json.dumps([row.__dict__ for row in rows_], indent=1, default=str)

@@ -1,0 +1,65 @@
+"""A picture and a few lines about how a class did on an assignment."""
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def collect_scores(assignment: str, db_url: str | None = None, root: Path | None = None):
+    from nbgrader.api import Gradebook
+
+    from .grade import Options, course_config
+
+    config = course_config(Options(assignment, Path("."), db_url=db_url, root=root))
+    with Gradebook(config.CourseDirectory.db_url) as gradebook:
+        found = gradebook.find_assignment(assignment)
+        items = [(cell.name, cell.max_score) for nb in found.notebooks for cell in nb.grade_cells
+                 if cell.cell_type == "code"]
+        scores, passed = [], {name: 0 for name, _ in items}
+        for submission in found.submissions:
+            scores.append(submission.code_score)
+            for name, points in items:
+                grade = gradebook.find_grade(name, assignment, assignment, submission.student_id)
+                passed[name] += grade.score >= points
+        return scores, items, passed, found.max_code_score
+
+
+def report(assignment: str, db_url: str | None = None, out: Path | None = None, root: Path | None = None) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scores, items, passed, max_score = collect_scores(assignment, db_url, root)
+    out = out or ROOT / "grades" / f"{assignment}.png"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    n = len(scores)
+    lines = [f"{assignment}: {n} graded submissions, autograded points out of {max_score:g}"]
+    if n:
+        lines.append(f"score mean {statistics.mean(scores):.1f}, median {statistics.median(scores):g}, "
+                     f"min {min(scores):g}, max {max(scores):g}; full marks: "
+                     f"{sum(s >= max_score for s in scores)}")
+    for name, points in items:
+        rate = passed[name] / n if n else 0.0
+        lines.append(f"  {name:<28} {points:g} pts  passed by {passed[name]}/{n} ({rate:.0%})")
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    bins = [x - 0.5 for x in range(int(max_score) + 2)]
+    left.hist(scores, bins=bins, color="tab:blue", edgecolor="white")
+    left.set_title(f"Score distribution ({n} students)")
+    left.set_xlabel(f"autograded score (points, out of {max_score:g})")
+    left.set_ylabel("students")
+    names = [name for name, _ in items]
+    right.barh(names, [100 * passed[name] / n if n else 0 for name in names], color="tab:green")
+    right.set_xlim(0, 100)
+    right.invert_yaxis()
+    right.set_title("Pass rate per graded item")
+    right.set_xlabel("students passing all of the item's tests (%)")
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    text = "\n".join(lines)
+    out.with_suffix(".txt").write_text(text + "\n", encoding="utf-8")
+    return text + f"\nplot: {out}"

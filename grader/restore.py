@@ -1,0 +1,137 @@
+"""Put a submission back into the shape of the released exercise.
+
+nbgrader identifies cells by their metadata. Editors and LMS round trips strip
+it, students reorder, retype or delete cells, and Colab rewrites kernelspecs.
+Before nbgrader sees a submission, each released cell is found again:
+
+1. by its nbgrader grade id, when the metadata survived;
+2. by identical source, for cells the student did not change;
+3. for answer cells, as the changed cell between the released neighbours that
+   were found (the student's answer).
+
+The notebook is then rebuilt in the released order with the released metadata:
+read-only and test cells come back as released (nbgrader restores their hidden
+tests from the gradebook), answers keep the student's source, cells the student
+added stay after the cell they followed, and a deleted answer comes back blank.
+Every change is reported, compared with the released exercise (not with the
+instructor's source, so untouched test cells with hidden tests are not flagged).
+"""
+from __future__ import annotations
+
+import copy
+
+import nbformat
+
+
+def _meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def restore(submitted: nbformat.NotebookNode, released: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, list[str]]:
+    notes: list[str] = []
+    rel = released.cells
+    rel_ids = [_meta(c).get("grade_id") for c in rel]
+    index_of = {gid: i for i, gid in enumerate(rel_ids)}
+    cells = submitted.cells
+    match: dict[int, int] = {}          # released index -> submitted index
+    used: set[int] = set()
+
+    # 1. surviving metadata
+    for j, cell in enumerate(cells):
+        gid = _meta(cell).get("grade_id")
+        if gid in index_of and index_of[gid] not in match:
+            match[index_of[gid]] = j
+            used.add(j)
+    # 2. unchanged source
+    for i, cell in enumerate(rel):
+        if i in match:
+            continue
+        for j, candidate in enumerate(cells):
+            if j not in used and candidate.source.strip() == cell.source.strip() and candidate.source.strip():
+                match[i], _ = j, used.add(j)
+                break
+    # 3. changed answers between found neighbours
+    for i, cell in enumerate(rel):
+        if i in match or not _meta(cell).get("solution"):
+            continue
+        before = max((match[k] for k in range(i) if k in match), default=-1)
+        after = min((match[k] for k in range(i + 1, len(rel)) if k in match), default=len(cells))
+        gap = [j for j in range(before + 1, after) if j not in used and not _meta(cells[j])]
+        same_type = [j for j in gap if cells[j].cell_type == cell.cell_type] or gap
+        if same_type:
+            match[i] = same_type[0]
+            used.add(same_type[0])
+    stripped = sum(1 for j in match.values() if not _meta(cells[j]))
+    if stripped:
+        notes.append(f"nbgrader metadata missing on {stripped} cell(s): matched to the released cells by content")
+
+    # Rebuild in the released order; extra student cells follow the cell they followed.
+    followers: dict[int, list[int]] = {}
+    leading = []
+    order_of = {j: i for i, j in match.items()}
+    last = None
+    for j in range(len(cells)):
+        if j in order_of:
+            last = order_of[j]
+        elif last is None:
+            leading.append(j)
+        else:
+            followers.setdefault(last, []).append(j)
+    matched_positions = [match[i] for i in sorted(match)]
+    if matched_positions != sorted(matched_positions):
+        notes.append("cells were out of the released order: put back in order")
+
+    def extra(j):
+        # A cell the student added (or copied from a graded one) is ungraded.
+        cell = copy.deepcopy(cells[j])
+        cell.get("metadata", {}).pop("nbgrader", None)
+        return cell
+
+    out = [extra(j) for j in leading]
+    for i, released_cell in enumerate(rel):
+        meta = _meta(released_cell)
+        name = meta.get("grade_id", f"cell {i}")
+        if i not in match:
+            if meta.get("grade") or meta.get("solution"):
+                notes.append(f"{name}: deleted, restored as released")
+            out.append(copy.deepcopy(released_cell))
+        else:
+            mine = cells[match[i]]
+            if meta.get("solution"):
+                restored = copy.deepcopy(released_cell)
+                restored.source = mine.source
+                if mine.cell_type != released_cell.cell_type:
+                    notes.append(f"{name}: cell type changed to {mine.cell_type}, changed back")
+                if restored.cell_type == "code":
+                    restored.outputs, restored.execution_count = [], None
+                out.append(restored)
+            else:
+                if meta.get("locked") or meta.get("grade"):
+                    if mine.source.strip() != released_cell.source.strip():
+                        notes.append(f"{name}: read-only cell was edited, restored")
+                    elif mine.cell_type != released_cell.cell_type:
+                        notes.append(f"{name}: cell type changed to {mine.cell_type}, restored")
+                    if "points" in meta and "points" in _meta(mine) and _meta(mine)["points"] != meta["points"]:
+                        notes.append(f"{name}: points changed to {_meta(mine)['points']}, restored")
+                out.append(copy.deepcopy(released_cell))
+        out.extend(extra(j) for j in followers.get(i, []))
+
+    nb = copy.deepcopy(submitted)
+    nb.cells = out
+    nb.nbformat, nb.nbformat_minor = released.nbformat, released.nbformat_minor
+    if submitted.metadata.get("kernelspec", {}).get("name") != released.metadata["kernelspec"]["name"]:
+        notes.append(f"kernel changed to {submitted.metadata.get('kernelspec', {}).get('name')!r}, set back to python3")
+    nb.metadata["kernelspec"] = copy.deepcopy(released.metadata["kernelspec"])
+    for cell in nb.cells:
+        cell.pop("id", None)
+    _fresh_ids(nb)
+    return nb, notes
+
+
+def _fresh_ids(nb) -> None:
+    seen = set()
+    for n, cell in enumerate(nb.cells):
+        cell["id"] = cell.get("id") or f"cell-{n}"
+        while cell["id"] in seen:
+            cell["id"] += "-x"
+        seen.add(cell["id"])

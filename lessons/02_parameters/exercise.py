@@ -1,0 +1,301 @@
+# %% [markdown]
+# # Exercise 2: Parameter management
+#
+# Five functions to write and one question to answer. Write your code where it
+# says `YOUR CODE HERE` (delete the `raise NotImplementedError()` line), then run
+# the test cell under it: silence means the visible checks pass. When grading,
+# more checks of the same behaviour run on other inputs, so make the code right,
+# not just the examples.
+#
+# Use only `torch`, the standard library, `numpy` and `matplotlib`.
+
+# %%
+from collections import OrderedDict
+
+import torch
+from torch import nn
+
+_ = torch.manual_seed(0)
+
+# %% [markdown]
+# ## 1. Counting parameters
+#
+# Write `count_parameters(module, trainable_only=True)`: the number of scalar
+# values in the parameters of `module` (a `Linear(4, 3)` has `4 * 3 + 3 = 15`).
+#
+# - A parameter used at several places (tied) is counted **once**.
+# - With `trainable_only=True` (the default), parameters with
+#   `requires_grad=False` are left out; with `False` every parameter counts.
+# - Buffers (such as a batch norm's running statistics) are not parameters.
+
+# %% answer id=count_parameters
+def count_parameters(module, trainable_only=True):
+    ### BEGIN SOLUTION
+    return sum(p.numel() for p in module.parameters() if p.requires_grad or not trainable_only)
+    ### END SOLUTION
+
+# %% tests id=test_count_parameters points=2
+assert count_parameters(nn.Linear(4, 3)) == 15, \
+    "A Linear(4, 3) has 15 scalar parameters (12 weights, 3 biases): are you counting tensors instead of numel()?"
+_shared = nn.Linear(5, 5)
+_tied = nn.Sequential(nn.Linear(3, 5), _shared, nn.ReLU(), _shared)
+assert count_parameters(_tied) == 50, \
+    "The shared Linear(5, 5) was counted twice: use module.parameters(), which lists a tied parameter once."
+_tied[0].weight.requires_grad_(False)
+assert count_parameters(_tied) == 35, \
+    "A frozen weight (requires_grad=False) should not count when trainable_only=True."
+assert count_parameters(_tied, trainable_only=False) == 50, \
+    "With trainable_only=False the frozen weight should count too."
+### BEGIN HIDDEN TESTS
+assert count_parameters(nn.BatchNorm1d(6)) == 12, \
+    "BatchNorm1d(6) has 12 parameters; running statistics are buffers: are you counting the state_dict?"
+assert count_parameters(nn.ReLU()) == 0, "A module without parameters has 0 of them."
+_a, _b = nn.Linear(4, 4), nn.Linear(4, 4)
+_b.weight = _a.weight
+assert count_parameters(nn.Sequential(_a, _b)) == 24, \
+    "A weight shared between two different Linear layers should be counted once (16 + 4 + 4)."
+_frozen = nn.Linear(10, 10).requires_grad_(False)
+assert count_parameters(_frozen) == 0 and count_parameters(_frozen, False) == 110, \
+    "A fully frozen layer has 0 trainable parameters by default and 110 in all."
+
+class _Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(7))
+        self.inner = nn.Linear(2, 3)
+
+_m = _Scaled()
+_m.inner.bias.requires_grad_(False)
+assert count_parameters(_m) == 13 and count_parameters(_m, trainable_only=False) == 16, \
+    "A parameter held directly by a custom module counts as well, and the frozen bias only when trainable_only=False."
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 2. A table of parameter shapes
+#
+# Write `param_shapes(module)`: a `dict` that maps each qualified name produced by
+# `module.named_parameters()` (such as `'0.weight'`) to that parameter's shape as
+# a tuple of ints (such as `(8, 4)`).
+
+# %% answer id=param_shapes
+def param_shapes(module):
+    ### BEGIN SOLUTION
+    return {name: tuple(p.shape) for name, p in module.named_parameters()}
+    ### END SOLUTION
+
+# %% tests id=test_param_shapes points=1
+_net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+_shapes = param_shapes(_net)
+assert isinstance(_shapes, dict), f"param_shapes should return a dict, got {type(_shapes).__name__}."
+assert set(_shapes) == {"0.weight", "0.bias", "2.weight", "2.bias"}, \
+    f"The keys should be the qualified names from named_parameters(), got {sorted(_shapes)}."
+assert all(isinstance(v, tuple) and all(type(d) is int for d in v) for v in _shapes.values()), \
+    "Each shape should be a tuple of ints: convert with tuple(p.shape)."
+assert _shapes == {"0.weight": (8, 4), "0.bias": (8,), "2.weight": (2, 8), "2.bias": (2,)}, \
+    "Some shapes are wrong: a Linear(in, out) has weight (out, in) and bias (out,)."
+### BEGIN HIDDEN TESTS
+_net = nn.Sequential(OrderedDict([
+    ("encoder", nn.Sequential(nn.Linear(3, 6), nn.BatchNorm1d(6))),
+    ("head", nn.Linear(6, 1, bias=False)),
+]))
+assert param_shapes(_net) == {"encoder.0.weight": (6, 3), "encoder.0.bias": (6,), "encoder.1.weight": (6,),
+                              "encoder.1.bias": (6,), "head.weight": (1, 6)}, \
+    "Nested names should be qualified ('encoder.0.weight'), and buffers (running_mean) left out: use named_parameters()."
+_shared = nn.Linear(2, 2)
+assert set(param_shapes(nn.Sequential(_shared, nn.ReLU(), _shared))) == {"0.weight", "0.bias"}, \
+    "A tied layer's parameters appear once in named_parameters(), under their first name."
+assert param_shapes(nn.ReLU()) == {}, "A module without parameters gives an empty dict."
+
+class _Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(()))
+        self.table = nn.Parameter(torch.zeros(2, 3, 4))
+
+assert param_shapes(_Scaled()) == {"scale": (), "table": (2, 3, 4)}, \
+    "A 0-dim parameter has shape () and a 3-dim one (2, 3, 4)."
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 3. Blocks of blocks
+#
+# Write `make_rgnet()`, returning `nn.Sequential(block2, nn.Linear(4, 1))` where
+# `block2` is an `nn.Sequential` whose four children are named `'block 0'`,
+# `'block 1'`, `'block 2'` and `'block 3'` (with the space), and each of them is a
+# new `nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4), nn.ReLU())`.
+# The four blocks must not share parameters.
+
+# %% answer id=make_rgnet
+def make_rgnet():
+    ### BEGIN SOLUTION
+    block2 = nn.Sequential()
+    for i in range(4):
+        block2.add_module(f"block {i}", nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4), nn.ReLU()))
+    return nn.Sequential(block2, nn.Linear(4, 1))
+    ### END SOLUTION
+
+# %% tests id=test_make_rgnet points=2
+_net = make_rgnet()
+assert isinstance(_net, nn.Sequential) and len(_net) == 2, \
+    "make_rgnet should return an nn.Sequential of two children: block2 and the output Linear."
+assert isinstance(_net[1], nn.Linear) and (_net[1].in_features, _net[1].out_features) == (4, 1), \
+    "The second child should be nn.Linear(4, 1)."
+assert isinstance(_net[0], nn.Sequential), "The first child (block2) should be an nn.Sequential."
+_names = [name for name, _ in _net[0].named_children()]
+assert _names == ["block 0", "block 1", "block 2", "block 3"], \
+    f"block2's children should be named 'block 0' to 'block 3' (add_module with a space), got {_names}."
+for _block in _net[0]:
+    assert [type(m) for m in _block] == [nn.Linear, nn.ReLU, nn.Linear, nn.ReLU], \
+        "Each block should be Linear, ReLU, Linear, ReLU."
+    assert _block[0].weight.shape == (8, 4) and _block[2].weight.shape == (4, 8), \
+        "Each block's layers should be Linear(4, 8) and then Linear(8, 4)."
+assert _net(torch.rand(3, 4)).shape == (3, 1), "For an input of shape (3, 4) the output should be (3, 1)."
+### BEGIN HIDDEN TESTS
+assert "0.block 2.2.weight" in dict(_net.named_parameters()), \
+    "The qualified name '0.block 2.2.weight' should exist: are the blocks registered under their names?"
+assert len({id(p) for p in _net.parameters()}) == 18 and len(list(_net.parameters())) == 18, \
+    "The four blocks share parameters: build a new block for each name instead of adding one block four times."
+_other = make_rgnet()
+assert all(p is not q for p, q in zip(_net.parameters(), _other.parameters())), \
+    "Two calls of make_rgnet() should give two independent nets with their own parameters."
+torch.manual_seed(7)
+_X = torch.randn(5, 4)
+_h = _X
+for _block in _net[0]:
+    _h = torch.relu(_block[2](torch.relu(_block[0](_h))))
+assert torch.allclose(_net(_X), _net[1](_h)), \
+    "The output should run the four blocks in order, then the output layer."
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 4. Tied layers
+#
+# Write `make_tied_mlp(width=8)`, returning
+#
+# ```
+# nn.Sequential(nn.Linear(4, width), nn.ReLU(), shared, nn.ReLU(), shared, nn.ReLU(), nn.Linear(width, 1))
+# ```
+#
+# where `shared` is one `nn.Linear(width, width)`: indices 2 and 4 hold **the same
+# module object**, so they share weight and bias.
+
+# %% answer id=make_tied_mlp
+def make_tied_mlp(width=8):
+    ### BEGIN SOLUTION
+    shared = nn.Linear(width, width)
+    return nn.Sequential(nn.Linear(4, width), nn.ReLU(), shared, nn.ReLU(), shared, nn.ReLU(), nn.Linear(width, 1))
+    ### END SOLUTION
+
+# %% tests id=test_make_tied_mlp points=2
+_net = make_tied_mlp()
+assert isinstance(_net, nn.Sequential) and len(_net) == 7, "make_tied_mlp should return an nn.Sequential of 7 modules."
+assert [type(m) for m in _net] == [nn.Linear, nn.ReLU, nn.Linear, nn.ReLU, nn.Linear, nn.ReLU, nn.Linear], \
+    "The modules should be Linear, ReLU, Linear, ReLU, Linear, ReLU, Linear."
+assert _net[2] is _net[4], \
+    "Indices 2 and 4 should be the same module object: create one Linear and put it in twice (copies are not tied)."
+assert _net[2].weight.shape == (8, 8) and _net[0].weight.shape == (8, 4) and _net[6].weight.shape == (1, 8), \
+    "With width=8 the layers should be Linear(4, 8), the shared Linear(8, 8) and Linear(8, 1)."
+assert _net(torch.rand(5, 4)).shape == (5, 1), "For an input of shape (5, 4) the output should be (5, 1)."
+### BEGIN HIDDEN TESTS
+_net = make_tied_mlp(width=3)
+assert _net[2] is _net[4] and _net[2].weight.shape == (3, 3), \
+    "With width=3 the shared layer should be Linear(3, 3): is width used?"
+assert _net[0].weight.shape == (3, 4) and _net[6].weight.shape == (1, 3), \
+    "With width=3 the first layer should be Linear(4, 3) and the last Linear(3, 1)."
+assert sum(p.numel() for p in _net.parameters()) == 31, \
+    "A tied MLP of width 3 has 15 + 12 + 4 = 31 distinct parameters."
+_net(torch.rand(2, 4)).sum().backward()
+assert _net[2].weight.grad is not None and _net[0].weight.grad is not None, "Gradients should reach every layer."
+assert make_tied_mlp()[2] is not make_tied_mlp()[2], \
+    "Each call should create its own shared layer, not reuse one kept outside the function."
+assert make_tied_mlp(16)(torch.rand(1, 4)).shape == (1, 1), "make_tied_mlp(16) should also run."
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 5. Freezing by name
+#
+# Write `freeze(module, prefixes)`: set `requires_grad=False` on every parameter
+# whose qualified name (from `named_parameters()`) **starts with** one of the
+# strings in `prefixes` (a list or tuple), and return the names of the frozen
+# parameters as a list. The other parameters stay as they are.
+#
+# Example: `freeze(net, ["0."])` freezes `'0.weight'` and `'0.bias'` but not
+# `'2.0.weight'`.
+
+# %% answer id=freeze
+def freeze(module, prefixes):
+    ### BEGIN SOLUTION
+    prefixes = tuple(prefixes)
+    frozen = []
+    for name, param in module.named_parameters():
+        if name.startswith(prefixes):
+            param.requires_grad_(False)
+            frozen.append(name)
+    return frozen
+    ### END SOLUTION
+
+# %% tests id=test_freeze points=2
+def _make_net():
+    return nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2)))
+
+_net = _make_net()
+_names = freeze(_net, ["2.0."])
+assert _names is not None and sorted(_names) == ["2.0.bias", "2.0.weight"], \
+    f"freeze(net, ['2.0.']) should return ['2.0.weight', '2.0.bias'], got {_names}."
+_flags = {name: p.requires_grad for name, p in _net.named_parameters()}
+assert not _flags["2.0.weight"] and not _flags["2.0.bias"], \
+    "The matching parameters still require gradients: set requires_grad on the parameter itself, not on .data or a copy."
+assert all(_flags[n] for n in ["0.weight", "0.bias", "2.1.weight", "2.1.bias"]), \
+    "Parameters whose names do not start with a prefix should stay trainable."
+### BEGIN HIDDEN TESTS
+_net = _make_net()
+_names = freeze(_net, ("0.", "2.1.weight"))
+assert _names is not None and sorted(_names) == ["0.bias", "0.weight", "2.1.weight"], \
+    f"Only names that START with a prefix count ('2.0.weight' merely contains '0.'), got {_names}."
+_flags = {name: p.requires_grad for name, p in _net.named_parameters()}
+assert _flags == {"0.weight": False, "0.bias": False, "2.0.weight": True, "2.0.bias": True,
+                  "2.1.weight": False, "2.1.bias": True}, \
+    "The requires_grad flags do not match the returned names."
+_net(torch.rand(2, 3)).sum().backward()
+assert _net[0].weight.grad is None and _net[2][0].weight.grad is not None, \
+    "After backward a frozen parameter should have no gradient and a trainable one should."
+_net = _make_net()
+assert list(freeze(_net, [])) == [] and all(p.requires_grad for p in _net.parameters()), \
+    "With no prefixes nothing should be frozen."
+_net = _make_net()
+_ids = [id(p) for p in _net.parameters()]
+assert sorted(freeze(_net, ["2"])) == ["2.0.bias", "2.0.weight", "2.1.bias", "2.1.weight"], \
+    "A prefix need not end at a dot: '2' matches every name starting with '2'."
+assert [id(p) for p in _net.parameters()] == _ids and all(isinstance(p, nn.Parameter) for p in _net.parameters()), \
+    "Freezing should change the flag on the existing parameters, not replace them."
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 6. In your own words
+#
+# Why would you share parameters between two places in a network? Give at least
+# two reasons, and one thing you must keep in mind when training a net with tied
+# parameters.
+
+# %% [markdown] manual id=sharing_answer points=2
+# Sharing makes a model smaller: fewer parameters to store and to fit, so less
+# memory and often less overfitting. It also builds in prior knowledge that two
+# places should do the same thing: a convolution or a recurrent cell applies one
+# set of weights at every position or time step, and a language model often ties
+# its input embedding to its output layer so that a word is represented the same
+# way when read and when predicted. Each shared weight also gets a gradient from
+# every place it is used, so it sees more training signal per step. Keep in mind
+# that those gradients are summed, so the shared weight takes a larger effective
+# step (the learning rate may need care), that editing or re-initializing it
+# changes every place at once, and that copying the module (for example with
+# `copy.deepcopy` of a part) can silently break the tie.
+
+# %% [markdown]
+# ## Summary
+#
+# - `parameters()` lists a tied parameter once, so counting with it is right;
+#   the `state_dict` lists it once per place and also holds buffers.
+# - `named_parameters()` gives the qualified names used everywhere else.
+# - `add_module` names children; a fresh block per name keeps them independent.
+# - The same module object at two indices ties its weights.
+# - Freezing is `requires_grad_(False)` on the parameter itself.

@@ -1,0 +1,280 @@
+# %% [markdown]
+# # 2. Parameter management
+#
+# A model is trained by changing its parameters. This lesson is about reaching
+# them: reading them by name, looking at their values and gradients, sharing one
+# set between several layers, counting them and freezing some of them.
+
+# %%
+import torch
+from torch import nn
+
+_ = torch.manual_seed(0)
+
+# %% [markdown]
+# We start with a small multilayer perceptron: 4 inputs, 8 hidden units, 1 output.
+
+# %%
+net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+X = torch.rand(2, 4)
+print(net(X).shape)
+
+# %% [markdown]
+# ## The `state_dict` of a layer
+#
+# Every module can hand out its state as an ordered dictionary from names to
+# tensors. For the output layer those are its `weight` (shape
+# `(out_features, in_features)`) and its `bias`.
+
+# %%
+print(net[2].state_dict())
+
+# %% [markdown]
+# ## The `state_dict` of a whole net
+#
+# Asked on a container, the keys carry the path to each tensor: `0.weight` is the
+# weight of child `0`. The ReLU at index 1 has no state, so it has no keys.
+
+# %%
+for name, tensor in net.state_dict().items():
+    print(f"{name:10s} {tuple(tensor.shape)}")
+
+# %% [markdown]
+# ## What a parameter is
+#
+# A parameter is an `nn.Parameter`: a tensor subclass that a module registers
+# automatically when it is assigned as an attribute. It requires gradients by
+# default; `.data` is the same storage seen without autograd.
+
+# %%
+bias = net[2].bias
+print(type(bias).__name__)
+print(isinstance(bias, torch.Tensor), bias.requires_grad)
+print(bias.data)
+
+# %% [markdown]
+# ## `grad` is `None` until the first backward pass
+#
+# The `.grad` slot is created by `backward()`, not by the constructor.
+
+# %%
+print(net[2].weight.grad is None)
+net(X).sum().backward()
+print(net[2].weight.grad is None, net[2].weight.grad.shape)
+
+# %% [markdown]
+# ## All parameters at once
+#
+# `parameters()` yields the tensors (what an optimizer needs);
+# `named_parameters()` yields `(qualified name, tensor)` pairs, the same names as
+# in the `state_dict`.
+
+# %%
+print(len(list(net.parameters())))
+for name, param in net.named_parameters():
+    print(f"{name:10s} {tuple(param.shape)}")
+
+# %% [markdown]
+# A qualified name also works as a key into the `state_dict`, and as a path with
+# `get_parameter`.
+
+# %%
+print(torch.equal(net.state_dict()["2.bias"], net[2].bias))
+print(net.get_parameter("2.bias") is net[2].bias)
+
+# %% [markdown]
+# ## Nested blocks from factory functions
+#
+# A function that returns a fresh block can be called in a loop; `add_module`
+# gives each copy a name of our choice. Names may be any string, here with a
+# space in them.
+
+# %%
+def block1():
+    return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4), nn.ReLU())
+
+
+def block2():
+    net = nn.Sequential()
+    for i in range(4):
+        net.add_module(f"block {i}", block1())
+    return net
+
+
+torch.manual_seed(1)
+rgnet = nn.Sequential(block2(), nn.Linear(4, 1))
+print(rgnet)
+
+# %% [markdown]
+# The qualified names now have three levels: outer index, block name, layer index.
+
+# %%
+names = [name for name, _ in rgnet.named_parameters()]
+print(len(names))
+print(names[:4])
+
+# %% [markdown]
+# Indexing walks the same path. In an `nn.Sequential` an integer picks the
+# i-th child whatever its name; a name needs attribute access (`getattr`, since
+# this one has a space) or `get_submodule`.
+
+# %%
+first = rgnet[0][1][0]
+print(first)
+print(first is getattr(rgnet[0], "block 1")[0])
+print(first is rgnet.get_submodule("0.block 1.0"))
+
+# %% [markdown]
+# ## Tied parameters: one module, used twice
+#
+# Putting the *same* module object at two places in a net makes both places use
+# one set of parameters. The indices differ but the objects are identical.
+
+# %%
+torch.manual_seed(2)
+shared = nn.Linear(8, 8)
+tied = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), shared, nn.ReLU(), shared, nn.ReLU(), nn.Linear(8, 1))
+print(tied[2] is tied[4])
+print(tied[2].weight is tied[4].weight)
+
+# %% [markdown]
+# Editing one place edits the other: there is only one tensor.
+
+# %%
+with torch.no_grad():
+    tied[2].weight[0, 0] = 100.0
+print(tied[4].weight[0, 0].item())
+
+# %% [markdown]
+# `named_parameters()` lists the shared tensors once, under their first name
+# (`2.weight`); the `state_dict` keeps one entry per place (`4.weight` too).
+
+# %%
+print([name for name, _ in tied.named_parameters()])
+print(list(tied.state_dict()))
+
+# %% [markdown]
+# ## Gradients of both uses add up
+#
+# If a weight is used twice, the chain rule gives a sum: one term per use. To see
+# it, build an *untied* twin in which places 2 and 4 are two separate copies with
+# the same values. The twin computes the same output, but its two copies collect
+# the gradient of each use separately.
+
+# %%
+import copy
+
+torch.manual_seed(3)
+shared = nn.Linear(8, 8)
+tied = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), shared, nn.ReLU(), shared, nn.ReLU(), nn.Linear(8, 1))
+untied = copy.deepcopy(tied)                # deepcopy keeps the tie ...
+untied[4] = copy.deepcopy(untied[2])        # ... so give place 4 its own copy
+print(tied[2] is tied[4], untied[2] is untied[4])
+
+X = torch.rand(16, 4)
+print(torch.allclose(tied(X), untied(X)))
+
+# %% [markdown]
+# One backward pass through each: the tied weight's gradient equals the sum of
+# the two per-use gradients of the twin.
+
+# %%
+tied(X).sum().backward()
+untied(X).sum().backward()
+
+per_use_sum = untied[2].weight.grad + untied[4].weight.grad
+print(torch.allclose(tied[2].weight.grad, per_use_sum))
+print(torch.allclose(tied[2].weight.grad, untied[2].weight.grad))  # one use alone is not enough
+
+# %% [markdown]
+# ## Gradients accumulate until zeroed
+#
+# `backward()` *adds* into `.grad`; it never overwrites it. Two backward passes on
+# the same loss give twice the gradient of one.
+
+# %%
+torch.manual_seed(4)
+layer = nn.Linear(3, 1)
+x = torch.rand(5, 3)
+
+layer(x).sum().backward()
+once = layer.weight.grad.clone()
+layer(x).sum().backward()
+print(torch.allclose(layer.weight.grad, 2 * once))
+
+# %% [markdown]
+# That is why a training loop clears the gradients before each step, with
+# `optimizer.zero_grad()` or `module.zero_grad()`. Since PyTorch 2.0 both set
+# `.grad` back to `None` by default.
+
+# %%
+layer.zero_grad()
+print(layer.weight.grad is None)
+layer(x).sum().backward()
+print(torch.allclose(layer.weight.grad, once))
+
+# %% [markdown]
+# Accumulation is also a feature: summing the gradients of several small batches
+# before one optimizer step gives the gradient of one big batch (here with a sum
+# loss, so the parts simply add up).
+
+# %%
+layer.zero_grad()
+layer(x[:2]).sum().backward()
+layer(x[2:]).sum().backward()
+print(torch.allclose(layer.weight.grad, once))
+
+# %% [markdown]
+# ## Counting parameters
+#
+# The size of a model is the number of scalars in its parameters. `parameters()`
+# already skips duplicates, so a tied weight is counted once.
+
+# %%
+def count(module):
+    return sum(p.numel() for p in module.parameters())
+
+
+print(count(net), count(rgnet))
+print(count(tied), count(untied))
+
+# %% [markdown]
+# ## Freezing parameters
+#
+# Setting `requires_grad=False` freezes a parameter: backward no longer computes
+# its gradient, so an optimizer leaves it alone. A common use is fine-tuning only
+# the last layer of a pretrained net.
+
+# %%
+for name, param in rgnet.named_parameters():
+    if name.startswith("0."):
+        param.requires_grad_(False)
+
+trainable = sum(p.numel() for p in rgnet.parameters() if p.requires_grad)
+print(trainable, "of", count(rgnet))
+
+rgnet(torch.rand(2, 4)).sum().backward()
+print(rgnet[0][0][0].weight.grad is None, rgnet[1].weight.grad is not None)
+
+# %% [markdown]
+# Give the optimizer only the trainable ones, so it does not even keep state for
+# the frozen ones.
+
+# %%
+optimizer = torch.optim.SGD([p for p in rgnet.parameters() if p.requires_grad], lr=0.1)
+print(sum(len(group["params"]) for group in optimizer.param_groups))
+
+# %% [markdown]
+# ## Summary
+#
+# - `state_dict()` maps qualified names to tensors; `named_parameters()` gives the
+#   same names with the `nn.Parameter` objects.
+# - A parameter's `.grad` is `None` until `backward()`, and then backward passes
+#   **add** into it until it is zeroed.
+# - Names come from attribute names, indices or `add_module`; integers, names and
+#   `get_submodule` all reach nested layers.
+# - One module object used twice ties its parameters: one tensor, edits seen at
+#   both places, gradients of the uses summed. `parameters()` lists it once.
+# - Count with `numel()`; freeze with `requires_grad_(False)`.
+#
+# Now try it yourself: `exercises/02_parameters/02_parameters.ipynb`.

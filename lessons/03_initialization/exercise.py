@@ -1,0 +1,332 @@
+# %% [markdown]
+# # Exercise 3: Parameter initialization
+#
+# Four functions to write and one question to answer. Write your code where it
+# says `YOUR CODE HERE` (delete the `raise NotImplementedError()` line), then run
+# the test cell under it: silence means the visible checks pass. When grading,
+# more checks of the same behaviour run on other inputs, so make the code right,
+# not just the examples.
+#
+# Several tests are statistical: they draw many random numbers and compare
+# proportions and spreads with generous margins, so a correct answer always
+# passes and a wrong distribution always fails.
+#
+# Use only `torch`, the standard library, `numpy` and `matplotlib`.
+
+# %%
+import math
+
+import torch
+from torch import nn
+
+_ = torch.manual_seed(0)
+
+# %% [markdown]
+# ## 1. A small normal initializer
+#
+# Write `init_normal(m)`, meant for `net.apply(init_normal)`: if `m` is an
+# `nn.Linear`, fill its weight with samples from N(0, 0.01²) (standard deviation
+# 0.01) and set its bias to zero; leave every other kind of module untouched.
+# Some `nn.Linear` layers are built with `bias=False`: they have no bias to zero.
+
+# %% answer id=init_normal
+def init_normal(m):
+    ### BEGIN SOLUTION
+    if isinstance(m, nn.Linear):
+        nn.init.normal_(m.weight, mean=0.0, std=0.01)
+        if m.bias is not None:
+            nn.init.zeros_(m.bias)
+    ### END SOLUTION
+
+# %% tests id=test_init_normal points=2
+# Bounds: 10**6 weights from N(0, 0.01**2). The sample std has a standard error of
+# 0.01 / sqrt(2 * 10**6) = 7e-6 and the mean one of 0.01 / 1000 = 1e-5, so the
+# margins 5e-4 (std) and 2e-4 (mean) are 20+ standard errors: a correct answer
+# never fails. Wrong scales are far off: std 1e-4 (variance passed as std),
+# std 1 or mean 0.01 (arguments swapped), the default init's std 0.018.
+# The share of |w| < 0.01 is 0.683 for a normal law and 0.577 for a uniform one
+# of the same std; its standard error is 5e-4, the margin 0.01.
+torch.manual_seed(10)
+_net = nn.Sequential(nn.Linear(1000, 1000), nn.ReLU(), nn.Linear(1000, 10))
+_net.apply(init_normal)
+_w = _net[0].weight.detach()
+assert abs(_w.std().item() - 0.01) < 5e-4, \
+    f"The weights' std is {_w.std().item():.4g}, not 0.01: pass std=0.01 (not the variance 0.01**2, nor as the mean)."
+assert abs(_w.mean().item()) < 2e-4, f"The weights' mean is {_w.mean().item():.4g}, not 0: is the mean set to 0?"
+assert abs((_w.abs() < 0.01).float().mean().item() - 0.6827) < 0.01, \
+    "The weights do not look normal (68% within one std): use a normal, not a uniform, distribution."
+assert not _net[0].bias.any() and not _net[2].bias.any(), "The biases should be exactly zero."
+assert abs(_net[2].weight.std().item() - 0.01) < 1e-3, "Every nn.Linear in the net should be initialized."
+### BEGIN HIDDEN TESTS
+torch.manual_seed(11)
+_net = nn.Sequential(nn.Conv1d(3, 8, 5), nn.BatchNorm1d(8), nn.ReLU(), nn.Flatten(),
+                     nn.Linear(500, 400, bias=False), nn.LayerNorm(400))
+_before = {name: t.clone() for name, t in _net.state_dict().items()}
+try:
+    _net.apply(init_normal)
+except (AttributeError, TypeError) as _error:
+    raise AssertionError("init_normal crashed on nn.Linear(..., bias=False): check m.bias is not None first.") from _error
+_after = _net.state_dict()
+for _name in ["0.weight", "0.bias", "1.weight", "1.bias", "1.running_mean", "5.weight", "5.bias"]:
+    assert torch.equal(_after[_name], _before[_name]), \
+        f"{_name} changed, but only nn.Linear layers should be touched: check the module type first."
+assert abs(_net[4].weight.std().item() - 0.01) < 5e-4 and abs(_net[4].weight.mean().item()) < 2e-4, \
+    "A Linear without bias should still get N(0, 0.01**2) weights."
+_single = nn.Linear(300, 400)
+init_normal(_single)
+assert abs(_single.weight.std().item() - 0.01) < 5e-4 and not _single.bias.any(), \
+    "Called directly on one nn.Linear, init_normal should initialize it."
+assert _single.weight.is_leaf and _single.weight.requires_grad, \
+    "After init the weight should still be a trainable leaf parameter."
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 2. A strange distribution, written by hand
+#
+# Write `weird_init_(tensor)`. It changes `tensor` **in place** so that each
+# entry, independently, is
+#
+# - uniform on [5, 10] with probability 1/4,
+# - exactly 0 with probability 1/2,
+# - uniform on [-10, -5] with probability 1/4,
+#
+# and returns the same tensor. The change must not be recorded by autograd, so
+# that it also works on a parameter (`nn.Parameter`) that requires gradients.
+#
+# Hint: there is a way with one uniform draw and one multiplication.
+
+# %% answer id=weird_init_
+def weird_init_(tensor):
+    ### BEGIN SOLUTION
+    with torch.no_grad():
+        tensor.uniform_(-10, 10)
+        tensor.mul_(tensor.abs() >= 5)
+    return tensor
+    ### END SOLUTION
+
+# %% tests id=test_weird_init_ points=3
+# Bounds: n = 200 000 entries. Each share below is a binomial proportion whose
+# standard error is at most sqrt(0.25 / n) = 0.0011; the margin 0.01 is 9
+# standard errors, so a correct answer fails with probability below 1e-18 (and
+# the seed makes the run repeatable). Every wrong answer we know misses by 0.25
+# or more: U(5, 10) with probability 1/2, no negative side (3/4 zeros), no
+# zeroing (no zeros at all), or the inside (-5, 5) kept instead of the outside.
+torch.manual_seed(20)
+_t = torch.empty(400, 500)
+_out = weird_init_(_t)
+assert _out is _t, "weird_init_ should change the tensor in place and return that same tensor (not None, not a copy)."
+_ok = (_t == 0) | ((_t.abs() >= 5) & (_t.abs() <= 10))
+assert _ok.all(), \
+    "Every entry should be 0 or have 5 <= |x| <= 10: is the mask keeping |x| >= 5, and is the range (-10, 10)?"
+assert abs((_t == 0).float().mean().item() - 0.5) < 0.01, \
+    f"{(_t == 0).float().mean().item():.3f} of the entries are 0, expected 1/2."
+assert abs((_t > 0).float().mean().item() - 0.25) < 0.01, \
+    f"{(_t > 0).float().mean().item():.3f} of the entries are in [5, 10], expected 1/4."
+assert abs((_t < 0).float().mean().item() - 0.25) < 0.01, \
+    f"{(_t < 0).float().mean().item():.3f} of the entries are in [-10, -5], expected 1/4."
+_p = nn.Parameter(torch.empty(300, 300))
+try:
+    _r = weird_init_(_p)
+except RuntimeError as _error:
+    raise AssertionError("weird_init_ fails on an nn.Parameter: do the in-place changes inside torch.no_grad().") from _error
+assert _r is _p and _p.is_leaf and _p.grad_fn is None and _p.requires_grad, \
+    "On a parameter, weird_init_ should leave a trainable leaf that autograd did not record: use torch.no_grad()."
+### BEGIN HIDDEN TESTS
+# The positive part should be uniform on [5, 10]: about 50 000 values with std
+# 5 / sqrt(12) = 1.44, so the mean has a standard error of 0.0065 (margin 0.05)
+# and the share below 7.5 one of 0.0022 (margin 0.02). Zero positions should not
+# follow a pattern: zero shares over halves of 100 000 entries have standard
+# error 0.0016 (margin 0.015).
+_pos, _neg = _t[_t > 0], _t[_t < 0]
+assert abs(_pos.mean().item() - 7.5) < 0.05 and abs(_neg.mean().item() + 7.5) < 0.05, \
+    "The non-zero values should be uniform on [5, 10] and [-10, -5] (means 7.5 and -7.5)."
+assert abs((_pos < 7.5).float().mean().item() - 0.5) < 0.02 and abs((_neg > -7.5).float().mean().item() - 0.5) < 0.02, \
+    "The non-zero values should be spread uniformly over [5, 10] and [-10, -5]."
+assert _pos.unique().numel() > 1000, "The non-zero values should be continuous, not a few fixed numbers."
+_z = (_t == 0).flatten().float()
+assert abs(_z[0::2].mean().item() - 0.5) < 0.015 and abs(_z[: _z.numel() // 2].mean().item() - 0.5) < 0.015, \
+    "Which entries are zero should be random, not a fixed pattern."
+torch.manual_seed(21)
+_d = torch.empty(20, 50, 200, dtype=torch.float64)
+assert weird_init_(_d) is _d and _d.dtype == torch.float64 and _d.shape == (20, 50, 200), \
+    "weird_init_ should work in place on any shape and dtype (here a 3-D float64 tensor)."
+assert abs((_d == 0).double().mean().item() - 0.5) < 0.01, "A 3-D tensor should also get half zeros."
+_again = weird_init_(torch.empty(20, 50, 200, dtype=torch.float64))
+assert not torch.equal(_again, _d), "Two calls should give different random values: do not reseed inside weird_init_."
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 3. Using it on a net
+#
+# Write `my_init(m)`, meant for `net.apply(my_init)`: if `m` is an `nn.Linear`,
+# apply your `weird_init_` to its weight (call it, do not copy its code). Other
+# modules stay untouched.
+
+# %% answer id=my_init
+def my_init(m):
+    ### BEGIN SOLUTION
+    if isinstance(m, nn.Linear):
+        weird_init_(m.weight)
+    ### END SOLUTION
+
+# %% tests id=test_my_init points=1
+# This test puts a stand-in for weird_init_ in place of yours while it runs: the
+# stand-in fills whatever it gets with 7.0 and counts its calls. So it grades
+# my_init alone (your weird_init_ has its own test above).
+_calls = []
+
+def _marking_init_(tensor):
+    _calls.append(tensor.shape)
+    with torch.no_grad():
+        tensor.fill_(7.0)
+    return tensor
+
+def _marked(w):
+    return bool((w == 7.0).all())
+
+_saved_weird_init_ = weird_init_
+weird_init_ = _marking_init_
+try:
+    torch.manual_seed(30)
+    _net = nn.Sequential(nn.Linear(5, 4), nn.ReLU(), nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3)), nn.Linear(3, 1))
+    _bn = _net[2][1].weight.detach().clone()
+    _net.apply(my_init)
+    assert _marked(_net[0].weight) and _marked(_net[3].weight), \
+        "Some nn.Linear weights were not passed to weird_init_: call weird_init_(m.weight) when m is an nn.Linear."
+    assert _marked(_net[2][0].weight), "The Linear inside the nested block should be initialized too (net.apply reaches it)."
+    assert torch.equal(_net[2][1].weight, _bn), "The BatchNorm weight changed: only nn.Linear modules should be touched."
+    ### BEGIN HIDDEN TESTS
+    torch.manual_seed(31)
+    _net = nn.Sequential(nn.Conv1d(2, 4, 3), nn.Flatten(), nn.Linear(32, 6, bias=False), nn.LayerNorm(6))
+    _conv = _net[0].weight.detach().clone()
+    _calls.clear()
+    _net.apply(my_init)
+    assert torch.equal(_net[0].weight, _conv), "A Conv1d weight changed: only nn.Linear modules should be touched."
+    assert _marked(_net[2].weight), "A Linear without bias should get weird_init_ on its weight too."
+    assert _calls == [(6, 32)], \
+        f"weird_init_ should run once, on the Linear's weight only; it ran on tensors of shapes {_calls}."
+    assert _net[2].weight.is_leaf and _net[2].weight.requires_grad, "The weight should stay a trainable leaf parameter."
+    _lone = nn.Linear(6, 2)
+    my_init(_lone)
+    assert _marked(_lone.weight), "Called directly on one nn.Linear, my_init should initialize its weight."
+    ### END HIDDEN TESTS
+finally:
+    weird_init_ = _saved_weird_init_
+
+# %% [markdown]
+# ## 4. Watching activations
+#
+# Write `activation_stds(net, x)`: run `net` on `x` and return a list with the
+# standard deviation of the output of every `nn.Linear` inside `net` (at any
+# depth), in the order in which they run during the forward pass, as Python
+# floats. Do not record gradients, and leave `net` as you found it.
+#
+# Hint: a forward hook (`module.register_forward_hook(fn)`) sees each module's
+# output; it returns a handle whose `remove()` takes the hook off again.
+
+# %% answer id=activation_stds
+def activation_stds(net, x):
+    ### BEGIN SOLUTION
+    stds = []
+
+    def record(module, inputs, output):
+        stds.append(output.std().item())
+
+    handles = [m.register_forward_hook(record) for m in net.modules() if isinstance(m, nn.Linear)]
+    try:
+        with torch.no_grad():
+            net(x)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return stds
+    ### END SOLUTION
+
+# %% tests id=test_activation_stds points=3
+# Outputs have at least 4096 entries, so the sample and the population std
+# differ by under 1.3e-4 relative; the tolerance 1e-3 accepts both.
+def _close(got, expected):
+    return len(got) == len(expected) and all(math.isclose(float(g), e, rel_tol=1e-3) for g, e in zip(got, expected))
+
+torch.manual_seed(40)
+_net = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 16))
+_x = torch.randn(256, 32)
+_got = activation_stds(_net, _x)
+with torch.no_grad():
+    _h1 = _net[0](_x)
+    _h2 = _net[2](torch.relu(_h1))
+    _h3 = _net[4](torch.relu(_h2))
+_expected = [_h1.std().item(), _h2.std().item(), _h3.std().item()]
+assert _got is not None and len(_got) == 3, \
+    f"Expected 3 values (one per nn.Linear, not per module), got {None if _got is None else len(_got)}."
+assert _close(_got, _expected), \
+    f"Expected the stds of the linear layers' outputs {[round(e, 4) for e in _expected]}, got {_got}."
+### BEGIN HIDDEN TESTS
+torch.manual_seed(41)
+_net = nn.Sequential(nn.Linear(16, 32), nn.Sequential(nn.ReLU(), nn.Linear(32, 32), nn.Tanh()), nn.Linear(32, 8))
+_x = torch.randn(512, 16) * 3
+with torch.no_grad():
+    _h1 = _net[0](_x)
+    _h2 = _net[1][1](torch.relu(_h1))
+    _h3 = _net[2](torch.tanh(_h2))
+assert _close(activation_stds(_net, _x), [_h1.std().item(), _h2.std().item(), _h3.std().item()]), \
+    "A Linear nested inside a block should be found too: look at all modules (net.modules() or hooks), not only children."
+
+class _Reversed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.late = nn.Linear(32, 16)   # registered first, runs second
+        self.early = nn.Linear(24, 32)
+
+    def forward(self, x):
+        return self.late(torch.relu(self.early(x)))
+
+_rev = _Reversed()
+_x = torch.randn(300, 24)
+with torch.no_grad():
+    _h1 = _rev.early(_x)
+    _h2 = _rev.late(torch.relu(_h1))
+try:
+    _got = activation_stds(_rev, _x)
+except (RuntimeError, TypeError) as _error:
+    raise AssertionError("activation_stds failed on a custom module: run net(x) itself and record outputs with hooks.") from _error
+assert _close(_got, [_h1.std().item(), _h2.std().item()]), \
+    "The values should follow the forward pass, not the order of registration: record outputs while net(x) runs."
+assert all(len(m._forward_hooks) == 0 for m in _rev.modules()), \
+    "Hooks are left on the net: remove each one with the handle that register_forward_hook returned."
+assert all(p.grad is None for p in _rev.parameters()), "activation_stds should not compute gradients."
+_lin = nn.Linear(64, 64)
+_x = torch.randn(128, 64)
+with torch.no_grad():
+    _expected = [_lin(_x).std().item()]
+assert _close(activation_stds(_lin, _x), _expected), "A single nn.Linear as the net should give one value."
+assert _close(activation_stds(_lin, _x), _expected), "A second call should give the same single value."
+assert activation_stds(nn.Sequential(nn.ReLU(), nn.Tanh()), _x) == [], "A net without nn.Linear gives an empty list."
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 5. In your own words
+#
+# Pick one initializer from `torch.nn.init` that the lecture did not use (for
+# example `orthogonal_`, `trunc_normal_`, `sparse_`, `eye_` or `dirac_`). Say in
+# two or three sentences what it does and in which situation you would choose it.
+
+# %% [markdown] manual id=initializer_answer points=2
+# Model answer (one of several): `orthogonal_` fills a weight with a (semi-)
+# orthogonal matrix, so the layer rotates its input without stretching or
+# shrinking it: every singular value is 1 (times the gain). That keeps the norm of
+# signals and gradients steady over many repeated multiplications, so it is a
+# good choice for the recurrent weights of an RNN or for very deep linear-ish
+# stacks, where a random Gaussian matrix's spread of singular values would make
+# some directions explode and others vanish. `trunc_normal_` (a normal law with
+# the tails cut off) is another good answer: used in transformers so that no
+# single weight starts far out in the tails.
+
+# %% [markdown]
+# ## Summary
+#
+# - An initializer for `net.apply` checks the module type and fills tensors in
+#   place with `nn.init` functions.
+# - Your own distributions are built from simple draws and masks, in place,
+#   under `torch.no_grad()`.
+# - Forward hooks let you watch every layer's output without changing `forward`.

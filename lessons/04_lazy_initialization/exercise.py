@@ -1,0 +1,243 @@
+# %% [markdown]
+# # Exercise 4: Lazy initialization
+#
+# Three small tools for working with lazy layers, and one question to answer.
+# Write your code where it says `YOUR CODE HERE` (delete the
+# `raise NotImplementedError()` line), then run the test cell under it: silence
+# means the visible checks pass. When grading, more checks of the same behaviour
+# run on other inputs, so make the code right, not just the examples.
+#
+# Use only `torch`, the standard library, `numpy` and `matplotlib`.
+
+# %%
+import warnings
+
+import torch
+from torch import nn
+
+# Older PyTorch releases warned whenever a lazy layer was built; torch 2.13 does
+# not. Silencing exactly that message keeps the output clean on any version.
+warnings.filterwarnings("ignore", message="Lazy modules are a new feature", category=UserWarning)
+
+torch.manual_seed(0)
+
+# %% [markdown]
+# ## 1. Is anything still lazy?
+#
+# Write `has_uninitialized_params(module)`: it returns `True` while **any**
+# parameter of `module`, or of any module inside it, is still a lazy
+# placeholder (`torch.nn.parameter.UninitializedParameter`), and `False`
+# otherwise. A placeholder stops being lazy as soon as it gets a shape: after the
+# first forward pass, or when a `state_dict` is loaded into it.
+#
+# Hint: a placeholder cannot tell you its shape or size; test what kind of
+# object it is.
+
+# %% answer id=has_uninitialized_params
+def has_uninitialized_params(module):
+    ### BEGIN SOLUTION
+    return any(isinstance(p, nn.parameter.UninitializedParameter) for p in module.parameters())
+    ### END SOLUTION
+
+# %% tests id=test_has_uninitialized_params points=2
+_net = nn.Sequential(nn.LazyLinear(4), nn.ReLU(), nn.LazyLinear(2))
+assert has_uninitialized_params(_net) is True, \
+    "A network of fresh lazy layers still has placeholders: expected True."
+with torch.no_grad():
+    _net(torch.zeros(1, 3))
+assert has_uninitialized_params(_net) is False, \
+    "After a forward pass every weight has a shape: expected False."
+assert has_uninitialized_params(nn.Linear(3, 2)) is False, "A sized nn.Linear has no lazy parameters: expected False."
+_mixed = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.LazyLinear(2))
+assert has_uninitialized_params(_mixed) is True, \
+    "One lazy layer among sized ones is enough for True: are you requiring all parameters to be lazy?"
+### BEGIN HIDDEN TESTS
+assert has_uninitialized_params(nn.ReLU()) is False, "A module without parameters has nothing lazy: expected False."
+assert has_uninitialized_params(nn.Sequential()) is False, "An empty container has nothing lazy: expected False."
+_deep = nn.Sequential(nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.LazyLinear(3))), nn.Linear(3, 1))
+assert has_uninitialized_params(_deep) is True, \
+    "A lazy layer nested two containers deep was missed: look at all parameters, not just the top module's own."
+assert has_uninitialized_params(nn.LazyLinear(5)) is True, "A single fresh LazyLinear is lazy: expected True."
+_loaded = nn.LazyLinear(3)
+_loaded.load_state_dict(nn.Linear(4, 3).state_dict())
+assert has_uninitialized_params(_loaded) is False, \
+    "A lazy layer whose weights were loaded from a state_dict has real weights now: test the parameters, not the module's class."
+_conv = nn.Sequential(nn.LazyConv2d(2, 3), nn.Flatten(), nn.Linear(8, 1))
+assert has_uninitialized_params(_conv) is True, "A lazy convolution is lazy too: expected True."
+_result = has_uninitialized_params(_net)
+assert isinstance(_result, bool), f"Return a plain bool, not {type(_result).__name__}."
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 2. Dry run, then initialize
+#
+# Write `apply_init(net, example_input, init_fn=None)`:
+#
+# 1. materialize every lazy parameter with a dry forward pass of `example_input`
+#    through `net`, **without recording gradients**;
+# 2. then, if `init_fn` is given, apply it to every submodule with `net.apply`;
+# 3. return `net`.
+#
+# After it, the network must train normally: a later forward pass with
+# gradients and `backward()` has to work.
+
+# %% answer id=apply_init
+def apply_init(net, example_input, init_fn=None):
+    ### BEGIN SOLUTION
+    with torch.no_grad():
+        net(example_input)
+    if init_fn is not None:
+        net.apply(init_fn)
+    return net
+    ### END SOLUTION
+
+# %% tests id=test_apply_init points=3
+def _is_placeholder(p):
+    return isinstance(p, nn.parameter.UninitializedParameter)
+
+def _ones_init(m):
+    """Keyed on the exact type, like many initializers in the wild."""
+    if type(m) == nn.Linear:
+        nn.init.ones_(m.weight)
+        nn.init.zeros_(m.bias)
+
+_net = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(3))
+_out = apply_init(_net, torch.zeros(2, 5))
+assert _out is _net, "apply_init should return the network it was given."
+assert not any(_is_placeholder(p) for p in _net.parameters()), \
+    "Some parameters are still lazy: did you run example_input through the network?"
+assert _net[0].weight.shape == (8, 5) and _net[2].weight.shape == (3, 8), \
+    "The weights should take their shapes from example_input (5 features in)."
+
+_net = apply_init(nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(3)), torch.zeros(2, 5), _ones_init)
+assert bool((_net[0].weight == 1).all()) and bool((_net[2].weight == 1).all()), \
+    "init_fn left the weights unchanged: apply it with net.apply only after the dry run has made the layers nn.Linear."
+assert bool((_net[0].bias == 0).all()), "init_fn should have zeroed the biases."
+
+_grad_modes = []
+_net = nn.Sequential(nn.LazyLinear(4), nn.ReLU(), nn.LazyLinear(1))
+_net.register_forward_hook(lambda module, args, output: _grad_modes.append(torch.is_grad_enabled()))
+apply_init(_net, torch.zeros(1, 6))
+assert _grad_modes and not any(_grad_modes), \
+    "The dry run recorded gradients: wrap the forward pass in torch.no_grad()."
+### BEGIN HIDDEN TESTS
+torch.manual_seed(7)
+_net = apply_init(nn.Sequential(nn.LazyLinear(4), nn.ReLU(), nn.LazyLinear(1)), torch.zeros(1, 6))
+assert all(p.grad is None for p in _net.parameters()), "The dry run should leave no gradients behind."
+_net(torch.randn(3, 6)).sum().backward()
+assert all(p.grad is not None for p in _net.parameters()), \
+    "The network cannot be trained after apply_init: inference_mode tensors cannot be used for backward; use torch.no_grad()."
+
+_visited = []
+_net = nn.Sequential(nn.LazyLinear(4), nn.Sequential(nn.ReLU(), nn.LazyLinear(2)))
+apply_init(_net, torch.zeros(1, 3), _visited.append)
+assert len(_visited) == len(list(_net.modules())), \
+    "init_fn should be called once for every submodule (and the network itself): use net.apply(init_fn)."
+
+_conv = nn.Sequential(nn.LazyConv2d(2, 3), nn.ReLU(), nn.Flatten(), nn.LazyLinear(5))
+apply_init(_conv, torch.zeros(1, 1, 6, 6), _ones_init)
+assert _conv[0].weight.shape == (2, 1, 3, 3) and _conv[3].weight.shape == (5, 32), \
+    "Lazy convolutions and the linear layer after them should take their shapes from the example image."
+assert bool((_conv[3].weight == 1).all()), "init_fn should reach the linear layer of a convolutional net."
+
+_sized = nn.Sequential(nn.Linear(3, 3), nn.ReLU(), nn.Linear(3, 2))
+_before = [p.detach().clone() for p in _sized.parameters()]
+apply_init(_sized, torch.zeros(4, 3))
+assert all(torch.equal(a, b) for a, b in zip(_before, _sized.parameters())), \
+    "Without init_fn the weights of a sized network must stay as they were."
+apply_init(_sized, torch.zeros(4, 3), _ones_init)
+assert bool((_sized[2].weight == 1).all()), "init_fn should also work on a network that had no lazy layers."
+
+_wide = apply_init(nn.Sequential(nn.LazyLinear(2)), torch.zeros(3, 7, 11))
+assert _wide[0].weight.shape == (2, 11), "Extra leading dimensions in example_input should be allowed."
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 3. What shapes did the network get?
+#
+# Write `infer_shapes(net, input_shape)`: materialize `net` by running a tensor
+# of **zeros** with shape `input_shape` (which includes the batch dimension)
+# through it, then return a list of `(qualified_name, shape_tuple)` pairs, one
+# for every parameter, in the order of `named_parameters()`, for example
+# `[('0.weight', (8, 5)), ('0.bias', (8,)), ...]`.
+
+# %% answer id=infer_shapes
+def infer_shapes(net, input_shape):
+    ### BEGIN SOLUTION
+    with torch.no_grad():
+        net(torch.zeros(input_shape))
+    return [(name, tuple(p.shape)) for name, p in net.named_parameters()]
+    ### END SOLUTION
+
+# %% tests id=test_infer_shapes points=2
+_net = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(3))
+_shapes = infer_shapes(_net, (2, 5))
+assert isinstance(_shapes, list), f"infer_shapes should return a list of pairs, not {type(_shapes).__name__}."
+assert [name for name, _ in _shapes] == ["0.weight", "0.bias", "2.weight", "2.bias"], \
+    "The names should be the qualified names of named_parameters(), in order."
+assert [tuple(shape) for _, shape in _shapes] == [(8, 5), (8,), (3, 8), (3,)], \
+    "The shapes do not match a 5-feature input: is the zero input built with input_shape?"
+assert all(isinstance(shape, tuple) and all(isinstance(n, int) for n in shape) for _, shape in _shapes), \
+    "Each shape should be a tuple of ints, e.g. tuple(p.shape)."
+### BEGIN HIDDEN TESTS
+_conv = nn.Sequential(nn.LazyConv2d(4, 3), nn.ReLU(), nn.Flatten(), nn.LazyLinear(2))
+_shapes = infer_shapes(_conv, (1, 3, 6, 6))
+assert _shapes == [("0.weight", (4, 3, 3, 3)), ("0.bias", (4,)), ("3.weight", (2, 64)), ("3.bias", (2,))], \
+    "Wrong shapes for a lazy convolutional net: input_shape already includes the batch dimension."
+assert not any(isinstance(p, nn.parameter.UninitializedParameter) for p in _conv.parameters()), \
+    "infer_shapes should leave the network materialized."
+
+_nested = nn.Sequential()
+_nested.add_module("body", nn.Sequential(nn.Linear(6, 4), nn.ReLU(), nn.LazyLinear(5)))
+_nested.add_module("head", nn.LazyLinear(1, bias=False))
+assert infer_shapes(_nested, (3, 6)) == [("body.0.weight", (4, 6)), ("body.0.bias", (4,)),
+                                          ("body.2.weight", (5, 4)), ("body.2.bias", (5,)),
+                                          ("head.weight", (1, 5))], \
+    "Names should be fully qualified ('body.2.weight') and every parameter listed, sized ones too."
+
+_bn = nn.Sequential(nn.LazyLinear(6), nn.LazyBatchNorm1d())
+assert infer_shapes(_bn, (4, 3)) == [("0.weight", (6, 3)), ("0.bias", (6,)), ("1.weight", (6,)), ("1.bias", (6,))], \
+    "Only parameters belong in the list: buffers like running_mean come from state_dict(), not named_parameters()."
+
+_seen = []
+_probe = nn.Sequential(nn.LazyLinear(2))
+_probe.register_forward_pre_hook(lambda module, args: _seen.append(args[0].clone()))
+infer_shapes(_probe, (3, 4))
+assert len(_seen) == 1 and _seen[0].shape == (3, 4) and not _seen[0].any(), \
+    "The network should see one tensor of zeros with exactly input_shape."
+assert infer_shapes(nn.ReLU(), (2, 2)) == [], "A module without parameters should give an empty list."
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 4. In your own words
+#
+# (a) A network gives only its first layer's input size, `nn.Linear(20, 256)`,
+# and every later layer is lazy. What happens, and when are the later sizes
+# known? (b) What happens if the data does not match, for example a lazy layer
+# after `nn.Linear(20, 256)` is materialized and then a batch with 30 features
+# arrives, or a sized layer after a lazy one expects a different width than the
+# lazy one produces? When do you find out?
+
+# %% [markdown] manual id=lazy_answer points=2
+# (a) It works: the first layer is fully defined, and each lazy layer reads its
+# input width from the output of the layer before it during the first forward
+# pass (256 for the second layer, then whatever that one produces). Until that
+# pass the later weights are placeholders, so counting parameters, building an
+# optimizer over real tensors or initializing by type must wait for a dry run.
+#
+# (b) The shapes are fixed after materialization, so the 30-feature batch fails
+# in the first layer with a shape error ("mat1 and mat2 shapes cannot be
+# multiplied"); lazy layers never adapt again. A lazy layer infers only its
+# own input width, not its output width, so a sized layer after it that expects
+# another width also fails with a shape error. Either way you find out only at
+# run time, on the first forward pass, not when the model is built; and the
+# failed pass may already have materialized the layers before the error.
+
+# %% [markdown]
+# ## Summary
+#
+# - Lazy parameters are `UninitializedParameter` placeholders until a forward
+#   pass (or a loaded `state_dict`) gives them a shape.
+# - Materialize with a dry run under `torch.no_grad()`, then initialize with
+#   `net.apply`.
+# - Shapes come from the data: check them once after the dry run.

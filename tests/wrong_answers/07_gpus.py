@@ -1,0 +1,199 @@
+# Wrong answers students really write for exercise 7, one cell each.
+# Each must lose exactly its own item's points (see tools/cells.py).
+
+# %% wrong id=try_gpu -- returns cuda:i whenever CUDA is available, without counting the devices
+def try_gpu(i=0):
+    if torch.cuda.is_available():
+        return torch.device(f"cuda:{i}")
+    if torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+# %% wrong id=try_gpu -- off by one: cuda:i when there are at least i devices
+def try_gpu(i=0):
+    if torch.cuda.device_count() >= i and torch.cuda.is_available():
+        return torch.device(f"cuda:{i}")
+    if i == 0 and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+# %% wrong id=try_gpu -- falls back to MPS for every index
+def try_gpu(i=0):
+    if torch.cuda.device_count() > i:
+        return torch.device(f"cuda:{i}")
+    if torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+# %% wrong id=try_gpu -- forgets Apple's MPS
+def try_gpu(i=0):
+    if torch.cuda.device_count() > i:
+        return torch.device(f"cuda:{i}")
+    return torch.device("cpu")
+
+# %% wrong id=try_all_gpus -- returns an empty list when there is no CUDA GPU
+def try_all_gpus():
+    return [torch.device(f"cuda:{i}") for i in range(torch.cuda.device_count())]
+
+# %% wrong id=try_all_gpus -- checks MPS before CUDA
+def try_all_gpus():
+    if torch.backends.mps.is_available():
+        return [torch.device("mps")]
+    n = torch.cuda.device_count()
+    if n > 0:
+        return [torch.device(f"cuda:{i}") for i in range(n)]
+    return [torch.device("cpu")]
+
+# %% wrong id=try_all_gpus -- lists only the first GPU
+def try_all_gpus():
+    if torch.cuda.device_count() > 0:
+        return [torch.device("cuda:0")]
+    if torch.backends.mps.is_available():
+        return [torch.device("mps")]
+    return [torch.device("cpu")]
+
+# %% wrong id=to_device -- turns tuples into lists
+def to_device(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        return {k: to_device(v, device) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_device(v, device) for v in obj]
+    return obj
+
+# %% wrong id=to_device -- moves only the top level, not nested containers
+def to_device(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(v.to(device) if isinstance(v, torch.Tensor) else v for v in obj)
+    return obj
+
+# %% wrong id=to_device -- drops everything that is not a tensor
+def to_device(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        return {k: to_device(v, device) for k, v in obj.items() if isinstance(v, (torch.Tensor, list, tuple, dict))}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_device(v, device) for v in obj if isinstance(v, (torch.Tensor, list, tuple, dict)))
+    return obj
+
+# %% wrong id=timed -- calls torch.cuda.synchronize for every device
+def timed(fn, device, repeats=10):
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) / repeats
+
+# %% wrong id=timed -- synchronizes only before starting the clock
+def timed(fn, device, repeats=10):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    return (time.perf_counter() - start) / repeats
+
+# %% wrong id=timed -- returns the total time instead of the time per call
+def timed(fn, device, repeats=10):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter() - start
+
+# %% wrong id=timed -- synchronizes after each call but not before the first clock read
+def timed(fn, device, repeats=10):
+    total = 0.0
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        total += time.perf_counter() - start
+    return total / repeats
+
+# %% wrong id=timed -- synchronizes for every device that is not the CPU, MPS included
+def timed(fn, device, repeats=10):
+    if device.type != "cpu":
+        torch.cuda.synchronize(device)
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    if device.type != "cpu":
+        torch.cuda.synchronize(device)
+    return (time.perf_counter() - start) / repeats
+
+# %% wrong id=log_norms -- never seeds, so two calls differ
+def log_norms(n, size, device, on_device=True):
+    norms = []
+    for _ in range(n):
+        A = torch.randn(size, size).to(device)
+        B = torch.randn(size, size).to(device)
+        norm = torch.linalg.matrix_norm(A @ B)
+        norms.append(norm if on_device else norm.item())
+    return torch.stack(norms).cpu().tolist() if on_device else norms
+
+# %% wrong id=log_norms -- reseeds in every step, so every step draws the same matrices
+def log_norms(n, size, device, on_device=True):
+    norms = []
+    for _ in range(n):
+        torch.manual_seed(0)
+        A = torch.randn(size, size).to(device)
+        B = torch.randn(size, size).to(device)
+        norm = torch.linalg.matrix_norm(A @ B)
+        norms.append(norm if on_device else norm.item())
+    return torch.stack(norms).cpu().tolist() if on_device else norms
+
+# %% wrong id=log_norms -- takes the spectral norm (ord=2) instead of the Frobenius norm
+def log_norms(n, size, device, on_device=True):
+    torch.manual_seed(0)
+    norms = []
+    for _ in range(n):
+        A = torch.randn(size, size).to(device)
+        B = torch.randn(size, size).to(device)
+        norm = torch.linalg.matrix_norm(A @ B, ord=2)
+        norms.append(norm if on_device else norm.item())
+    return torch.stack(norms).cpu().tolist() if on_device else norms
+
+# %% wrong id=log_norms -- multiplies elementwise (A * B) instead of A @ B
+def log_norms(n, size, device, on_device=True):
+    torch.manual_seed(0)
+    norms = []
+    for _ in range(n):
+        A = torch.randn(size, size).to(device)
+        B = torch.randn(size, size).to(device)
+        norm = torch.linalg.matrix_norm(A * B)
+        norms.append(norm if on_device else norm.item())
+    return torch.stack(norms).cpu().tolist() if on_device else norms
+
+# %% wrong id=log_norms -- returns the stacked tensor instead of a list of floats
+def log_norms(n, size, device, on_device=True):
+    torch.manual_seed(0)
+    norms = []
+    for _ in range(n):
+        A = torch.randn(size, size).to(device)
+        B = torch.randn(size, size).to(device)
+        norms.append(torch.linalg.matrix_norm(A @ B))
+    return torch.stack(norms).cpu()
+
+# %% wrong id=log_norms -- seeds only the on_device=True branch
+def log_norms(n, size, device, on_device=True):
+    if on_device:
+        torch.manual_seed(0)
+    norms = []
+    for _ in range(n):
+        A = torch.randn(size, size).to(device)
+        B = torch.randn(size, size).to(device)
+        norm = torch.linalg.matrix_norm(A @ B)
+        norms.append(norm if on_device else norm.item())
+    return torch.stack(norms).cpu().tolist() if on_device else norms
