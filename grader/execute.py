@@ -12,7 +12,10 @@ all output in memory however much a cell prints. This step instead:
   later code cell with an error output naming the reason, so those cells score
   zero (a graded cell without outputs would otherwise count as passed) and the
   cells that ran keep their grades;
-- keeps at most `max_output_bytes` of output per cell.
+- keeps at most `max_output_bytes` of output per cell;
+- stops every process a cell started when the cell ends: a fork bomb's copies
+  of the kernel would otherwise hold the process quota and break later cells
+  at random, so a regrade could give another score.
 
 The reasons are also written into the notebook's metadata
 (`metadata.grader.problems`) for the report.
@@ -116,7 +119,34 @@ class GuardedExecute(Execute):
 
     def preprocess_cell(self, cell, resources, index):
         self._current = index
-        return super().preprocess_cell(cell, resources, index)
+        try:
+            return super().preprocess_cell(cell, resources, index)
+        finally:
+            if cell.cell_type == "code":
+                self._stop_cell_processes()
+
+    def _stop_cell_processes(self) -> None:
+        """Kill everything below the kernel process (the kernel itself lives on)."""
+        import psutil
+
+        process = getattr(getattr(self.km, "provisioner", None), "process", None)
+        if process is None:
+            return
+        try:
+            family = [psutil.Process(process.pid)]
+            family += family[0].children(recursive=True)
+            # The first Python process down the tree; bwrap's own command line
+            # names ipykernel too, and forked copies of the kernel come later.
+            kernel = next(p for p in family if os.path.basename(p.cmdline()[0]).startswith("python"))
+            strays = kernel.children(recursive=True)
+        except (psutil.Error, StopIteration):
+            return
+        for stray in strays:
+            try:
+                stray.kill()
+            except psutil.Error:
+                pass
+        psutil.wait_procs(strays, timeout=2)
 
     def preprocess(self, nb, resources=None, km=None):
         path = (resources or {}).get("metadata", {}).get("path") or os.getcwd()

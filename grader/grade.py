@@ -38,6 +38,7 @@ class Options:
     notebook_timeout: int = 600
     sandbox: bool = True
     memory_mb: int = 2048
+    interrupt_grace: float = 5        # seconds a kernel has to stop after an interrupt
     root: Path | None = None          # course root; None: this repository
     db_url: str | None = None         # gradebook; None: the course's
 
@@ -93,6 +94,7 @@ def _start_worker(options: Options, slots) -> None:
     config.GuardedExecute.timeout = options.cell_timeout
     config.GuardedExecute.notebook_timeout = options.notebook_timeout
     config.GuardedExecute.sandbox = options.sandbox
+    config.GuardedExecute.interrupt_grace = options.interrupt_grace
     config.SandboxedKernelManager.uid = FIRST_UID + slot
     config.SandboxedKernelManager.memory_mb = options.memory_mb
     _worker_api = course.api(config)
@@ -156,17 +158,27 @@ def run(options: Options) -> list[Row]:
     outcome: dict[str, tuple[bool, str, list[str]]] = {}
     started = time.monotonic()
     _progress(0, len(to_grade), started)
-    if to_grade:
-        context = multiprocessing.get_context("spawn")
-        slots = context.Queue()
-        jobs = max(1, min(options.jobs, len(to_grade)))
-        for slot in range(jobs):
-            slots.put(slot)
-        with context.Pool(jobs, initializer=_start_worker, initargs=(options, slots)) as pool:
-            tasks = [(options.assignment, s.grader_id) for s in to_grade]
-            for n, (grader_id, ok, message, problems) in enumerate(pool.imap_unordered(_autograde, tasks), 1):
-                outcome[grader_id] = (ok, message, problems)
-                _progress(n, len(to_grade), started)
+    tasks = [(options.assignment, s.grader_id) for s in to_grade]
+    jobs = max(1, min(options.jobs, len(to_grade)))
+    context = multiprocessing.get_context("spawn")
+    slots = context.Queue()
+    for slot in range(jobs):
+        slots.put(slot)
+    if jobs == 1:
+        # One job needs no worker process: grade here, without a second start-up.
+        _start_worker(options, slots)
+        results = map(_autograde, tasks)
+    else:
+        pool = context.Pool(jobs, initializer=_start_worker, initargs=(options, slots))
+        results = pool.imap_unordered(_autograde, tasks)
+    try:
+        for n, (grader_id, ok, message, problems) in enumerate(results, 1):
+            outcome[grader_id] = (ok, message, problems)
+            _progress(n, len(to_grade), started)
+    finally:
+        if jobs > 1:
+            pool.close()
+            pool.join()
     return rows(options, submissions, outcome)
 
 

@@ -228,7 +228,12 @@ print("SPAWNED")
         Case("twice", "twice", FULL, "graded", "2 files; graded twice/01_blocks.ipynb", _two_files),
         Case("nested", "nested", FULL, "graded", "", _nbgrader_layout),
     ]
-    for name, code in probes.items():
-        found.append(Case(f"{name}.ipynb", name, FULL, "graded", "",
-                          _notebook(f"{name}.ipynb", lambda code=code: _extra_cell_first(code))))
+    def attacker():
+        # One submission makes every attempt, each in a cell of its own.
+        nb = submissions.answered(A)
+        for code in reversed(list(probes.values())):
+            nb.cells.insert(3, nbformat.v4.new_code_cell(code))
+        return nb
+
+    found.append(Case("attacker.ipynb", "attacker", FULL, "graded", "", _notebook("attacker.ipynb", attacker)))
     return found

@@ -8,12 +8,21 @@ from conftest import ASSIGNMENTS
 from tools import course
 
 
+@pytest.fixture(scope="module")
+def scratch_course(tmp_path_factory):
+    """One scratch course for every lesson: the gradebook is created once."""
+    root = tmp_path_factory.mktemp("course")
+    course_api = course.temporary_course(root)
+    for assignment in ASSIGNMENTS:
+        course.generate(course_api, assignment)
+    return root, course_api
+
+
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_autograde_correct_blank_and_one_item_wrong(tmp_path, assignment):
+def test_autograde_correct_blank_and_one_item_wrong(scratch_course, assignment):
     from nbgrader.api import Gradebook
 
-    course_api = course.temporary_course(tmp_path, [assignment])
-    course.generate(course_api, assignment)
+    tmp_path, course_api = scratch_course
     wrong = submissions.first_wrong(assignment)
     handed_in = {
         "correct": submissions.answered(assignment),

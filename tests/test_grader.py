@@ -19,7 +19,7 @@ from grader import export, feedback, grade, report, sandbox
 from tools import course
 
 A = grader_cases.A
-CELL_TIMEOUT = 6     # generous for real cells on a loaded 2-core machine, short for loops
+CELL_TIMEOUT = 4     # ample for the lesson's cells (the slowest, imports, takes ~1.5 s), short for loops
 
 
 class Listener:
@@ -61,7 +61,7 @@ def grade_folder(tmp, folder, jobs, **kw):
     if not root.exists():
         course.temporary_course(root, [A])
     options = grade.Options(A, folder, jobs=jobs, cell_timeout=CELL_TIMEOUT, notebook_timeout=90,
-                            root=root, **kw)
+                            interrupt_grace=2, root=root, **kw)
     return root, grade.run(options)
 
 
@@ -114,30 +114,29 @@ def _outputs(root, student):
 
 
 def test_student_code_cannot_read_the_solutions_gradebook_or_other_submissions(graded):
-    text = _outputs(graded["root"], "reads_solutions")
-    assert "LEAKED" not in text and text.count("BLOCKED") == 4, text
+    text = _outputs(graded["root"], "attacker")
+    assert "LEAKED" not in text and text.count("BLOCKED") == 4 + 3 + 1, text
 
 
 def test_student_code_cannot_write_outside_its_scratch_folder(graded):
-    text = _outputs(graded["root"], "writes_outside")
-    assert "WROTE" not in text and text.count("BLOCKED") == 3, text
+    assert "WROTE" not in _outputs(graded["root"], "attacker")
     for place in (graded["root"], graded["folder"], ROOT):
         assert not (place / "pwned.txt").exists()
 
 
 def test_student_code_has_no_network(graded):
-    assert "BLOCKED" in _outputs(graded["root"], "opens_socket")
+    assert "CONNECTED" not in _outputs(graded["root"], "attacker")
     assert graded["listener"].received == []
 
 
 def test_no_process_outlives_grading(graded):
-    assert "SPAWNED" in _outputs(graded["root"], "leaves_process")
+    assert "SPAWNED" in _outputs(graded["root"], "attacker")
     assert lingering() == []
     assert not subprocess.run(["pgrep", "-f", "grader-kernel-"], capture_output=True).stdout
 
 
 def test_parallel_grading_equals_serial_grading(graded, tmp_path):
-    chosen = ["correct.ipynb", "one_wrong.ipynb", "os_exit.ipynb", "stripped.ipynb"]
+    chosen = ["one_wrong.ipynb", "os_exit.ipynb", "stripped.ipynb"]
     folder = tmp_path / "subset"
     folder.mkdir()
     for name in chosen:

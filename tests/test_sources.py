@@ -43,6 +43,7 @@ def test_notebook_hygiene(path):
     outputs = json.dumps([c.get("outputs", []) for c in nb.cells])
     for machine_path in {str(ROOT), os.path.expanduser("~"), "/tmp/", "/home/", "/root/"}:
         assert machine_path not in outputs, f"{path} output shows the path {machine_path}"
+    assert " at 0x" not in outputs, f"{path} stores an object's memory address (a bare repr)"
     assert nb.cells[0].source == notebooks.colab_badge(path if not path.startswith("solutions/")
                                                        else path.replace("solutions/", "exercises/", 1))
 

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-torch.manual_seed(0)
+_ = torch.manual_seed(0)  # the same random examples on every run
 
 # %% [markdown]
 # ## 1. A sequential container of your own

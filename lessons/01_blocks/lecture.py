@@ -235,7 +235,7 @@ ax.set_xlabel("number of 8x8 matrix products n")
 ax.set_ylabel("time per call (ms)")
 ax.legend()
 plt.show()
-print(f"at n={sizes[-1]}: the loop is {loop_times[-1] / batch_times[-1]:.0f}x slower")
+print(f"at n={sizes[-1]}: the loop takes {loop_times[-1] / batch_times[-1]:.1f} times as long as one batched call")
 
 # %% [markdown]
 # ## Summary

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-torch.manual_seed(0)
+_ = torch.manual_seed(0)  # the same random examples on every run
 
 # %% [markdown]
 # ## 1. A layer without parameters

@@ -21,7 +21,7 @@ import time
 import matplotlib.pyplot as plt
 import torch
 
-torch.manual_seed(0)
+_ = torch.manual_seed(0)  # the same random examples on every run
 
 # %% [markdown]
 # ## 1. One device with a fallback

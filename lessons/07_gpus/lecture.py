@@ -258,8 +258,9 @@ def experiments(device):
 devices = [torch.device("cpu")] + ([device] if device.type != "cpu" else [])
 timings = {d.type: experiments(d) for d in devices}
 for name, result in timings.items():
+    # Only what holds on any machine under any load is asserted; which variant
+    # wins is measured, not promised (a busy machine can blur small gaps).
     assert all(t > 0 for t in result.values())
-    assert result["1 batched product"] < result["256 small products"], "one batched call should win"
     print(name, {k: f"{v * 1e3:.3f} ms" for k, v in result.items()})
 
 # %% [markdown]
