@@ -66,6 +66,17 @@ class GuardedExecute(Execute):
     def _default_kernel_manager_class(self):
         return SandboxedKernelManager
 
+    # A flood of output can take longer to drain than nbclient's 4 s default.
+    # Not raising is safe: nbgrader's on_cell_executed adds the reply's error
+    # to the cell when its error output never arrived, so no failure is lost.
+    @default("iopub_timeout")
+    def _default_iopub_timeout(self):
+        return 15
+
+    @default("raise_on_iopub_timeout")
+    def _default_raise_on_iopub_timeout(self):
+        return False
+
     @default("extra_arguments")
     def _default_extra_arguments(self):
         return [FORK_GUARD]
@@ -129,17 +140,12 @@ class GuardedExecute(Execute):
         """Kill everything below the kernel process (the kernel itself lives on)."""
         import psutil
 
-        process = getattr(getattr(self.km, "provisioner", None), "process", None)
-        if process is None:
+        kernel = self.km.kernel_process() if hasattr(self.km, "kernel_process") else None
+        if kernel is None:
             return
         try:
-            family = [psutil.Process(process.pid)]
-            family += family[0].children(recursive=True)
-            # The first Python process down the tree; bwrap's own command line
-            # names ipykernel too, and forked copies of the kernel come later.
-            kernel = next(p for p in family if os.path.basename(p.cmdline()[0]).startswith("python"))
             strays = kernel.children(recursive=True)
-        except (psutil.Error, StopIteration):
+        except psutil.Error:
             return
         for stray in strays:
             try:

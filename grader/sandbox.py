@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -133,14 +134,35 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     start_kernel = _async_start_kernel
 
+    def kernel_process(self):
+        """The kernel's own process (a psutil.Process), or None once it is gone.
+
+        It is the first Python process down from the launched one: in the
+        sandbox, bwrap comes first (its command line names ipykernel too), and
+        copies a student made with os.fork() come later.
+        """
+        import psutil
+
+        process = getattr(self.provisioner, "process", None)
+        if process is None:
+            return None
+        try:
+            top = psutil.Process(process.pid)
+            return next(p for p in [top, *top.children(recursive=True)]
+                        if os.path.basename(p.cmdline()[0]).startswith("python"))
+        except (psutil.Error, StopIteration, IndexError):
+            return None
+
     async def _async_interrupt_kernel(self) -> None:
-        # The sandbox is another session and PID namespace, so a SIGINT to the
-        # process group would stop at bwrap: ask ipykernel to interrupt itself.
-        if not self.enabled:
-            return await super()._async_interrupt_kernel()
-        msg = self.session.msg("interrupt_request", content={})
-        self._connect_control_socket()
-        self.session.send(self._control_socket, msg)
+        # A signal to the process group would stop at bwrap (another session
+        # and PID namespace), and an interrupt message can be taken by a forked
+        # copy of the kernel: signal the kernel process itself.
+        kernel = self.kernel_process()
+        if kernel is not None:
+            try:
+                kernel.send_signal(signal.SIGINT)
+            except Exception:
+                pass
 
     interrupt_kernel = _async_interrupt_kernel
 

@@ -64,6 +64,15 @@ def test_graded_items_follow_the_rules(assignment):
     assert any(c.cell_type == "markdown" for c in graded), "each lesson has a manually graded question"
 
 
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_graded_test_fails_on_the_untouched_exercise(assignment):
+    blank = cells.graded_cells(cells.exercise(assignment))
+    outcome = cells.run(blank)
+    assert outcome, "the exercise has no graded tests"
+    passing = [test_id for test_id, error in outcome.items() if error is None]
+    assert passing == [], f"tests that pass on the blank exercise: {passing}"
+
+
 WRONG = [w for a in ASSIGNMENTS for w in cells.read_wrong_answers(a)]
 
 
