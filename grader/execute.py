@@ -31,7 +31,7 @@ from queue import Empty
 from nbclient.exceptions import DeadKernelError
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Float, Int, default
+from traitlets import Bool, Float, Int, List, Unicode, default
 
 from .sandbox import SandboxedKernelManager
 
@@ -41,7 +41,7 @@ from .sandbox import SandboxedKernelManager
 # that finishes a cell exits before it can reply (multiprocessing children never
 # get back to the kernel loop, so they are unaffected). Written as one line with
 # default arguments so that nothing is left in the student's namespace.
-FORK_GUARD = ("--IPKernelApp.exec_lines=get_ipython().events.register('post_run_cell', "
+FORK_GUARD = ("get_ipython().events.register('post_run_cell', "
               "lambda *_, _os=__import__('os'), _pid=__import__('os').getpid(): "
               "_os.getpid() == _pid or _os._exit(0))")
 
@@ -55,6 +55,9 @@ class GuardedExecute(Execute):
     interrupt_grace = Float(5, help="seconds a kernel has to stop after an interrupt").tag(config=True)
     max_output_bytes = Int(1_000_000, help="output kept per cell, in bytes").tag(config=True)
     sandbox = Bool(True, help="run kernels in the bubblewrap sandbox").tag(config=True)
+    preload = List(Unicode(), ["torch"], help=(
+        "modules imported while the kernel starts, so that a cell's time limit measures the "
+        "student's code rather than the loading of big libraries")).tag(config=True)
 
     _deadline = None
     _current = None
@@ -79,7 +82,8 @@ class GuardedExecute(Execute):
 
     @default("extra_arguments")
     def _default_extra_arguments(self):
-        return [FORK_GUARD]
+        imports = "".join(f"__import__({name!r}); " for name in self.preload)
+        return [f"--IPKernelApp.exec_lines={imports}{FORK_GUARD}"]
 
     @default("timeout_func")
     def _default_timeout_func(self):
