@@ -164,7 +164,9 @@ def run(options: Options) -> list[Row]:
     slots = context.Queue()
     for slot in range(jobs):
         slots.put(slot)
-    if jobs == 1:
+    if not tasks:
+        results = iter(())
+    elif jobs == 1:
         # One job needs no worker process: grade here, without a second start-up.
         _start_worker(options, slots)
         results = map(_autograde, tasks)
@@ -176,7 +178,7 @@ def run(options: Options) -> list[Row]:
             outcome[grader_id] = (ok, message, problems)
             _progress(n, len(to_grade), started)
     finally:
-        if jobs > 1:
+        if tasks and jobs > 1:
             pool.close()
             pool.join()
     return rows(options, submissions, outcome)

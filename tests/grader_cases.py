@@ -6,7 +6,6 @@ make_stack 2, FixedHiddenMLP 3 points (10 in all).
 """
 from __future__ import annotations
 
-import copy
 import json
 from dataclasses import dataclass
 from pathlib import Path

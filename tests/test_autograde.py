@@ -1,28 +1,17 @@
 """End to end through nbgrader's own autograder: a correct, a blank and a
 partly wrong submission of each exercise get exactly the expected scores."""
 import nbformat
-import pytest
 
 import submissions
 from conftest import ASSIGNMENTS
 from tools import course
 
 
-@pytest.fixture(scope="module")
-def scratch_course(tmp_path_factory):
-    """One scratch course for every lesson: the gradebook is created once."""
-    root = tmp_path_factory.mktemp("course")
-    course_api = course.temporary_course(root)
-    for assignment in ASSIGNMENTS:
-        course.generate(course_api, assignment)
-    return root, course_api
-
-
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_autograde_correct_blank_and_one_item_wrong(scratch_course, assignment):
+def check_autograde(tmp_path, assignment):
     from nbgrader.api import Gradebook
 
-    tmp_path, course_api = scratch_course
+    course_api = course.temporary_course(tmp_path, [assignment])
+    course.generate(course_api, assignment)
     wrong = submissions.first_wrong(assignment)
     handed_in = {
         "correct": submissions.answered(assignment),
@@ -49,3 +38,13 @@ def test_autograde_correct_blank_and_one_item_wrong(scratch_course, assignment):
         assert score("blank") == 0
         assert score("one_wrong") == total - points[wrong.fails]
         assert score("one_wrong", wrong.fails) == 0
+
+
+# One test class per lesson: pytest-xdist (--dist loadscope) hands classes to
+# different workers, so the lessons are graded side by side.
+for _assignment in ASSIGNMENTS:
+    def _test(self, tmp_path, assignment=_assignment):
+        check_autograde(tmp_path, assignment)
+
+    _name = f"TestAutograde_{_assignment}"
+    globals()[_name] = type(_name, (), {"test_correct_blank_and_one_item_wrong": _test})

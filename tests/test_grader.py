@@ -3,11 +3,9 @@
 All cases are graded in one run (as a class would be), in a scratch course so
 the repository's gradebook is never touched.
 """
-import csv
 import shutil
 import socket
 import subprocess
-import sys
 import threading
 
 import nbformat
@@ -170,31 +168,3 @@ def test_report_draws_the_class(graded):
     assert out.exists() and out.stat().st_size > 10_000
     assert "test_MySequential" in text and "graded submissions" in text
     assert out.with_suffix(".txt").read_text().startswith(f"{A}: ")
-
-
-def test_grading_stops_with_install_advice_when_the_sandbox_is_missing(tmp_path, monkeypatch):
-    from grader.__main__ import main
-
-    monkeypatch.setattr(sandbox, "available", lambda: False)
-    (tmp_path / "s").mkdir()
-    assert main(["grade", A, "--submissions", str(tmp_path / "s")]) == 2
-
-
-def test_command_line_grades_a_folder_and_warns_once_without_sandbox(tmp_path):
-    folder = tmp_path / "s"
-    folder.mkdir()
-    (folder / "lost.ipynb").write_text("")  # nothing to run: this checks the command, not grading
-    root = tmp_path / "course"
-    course.temporary_course(root, [A])
-    out = tmp_path / "grades.csv"
-    command = [sys.executable, "-m", "grader", "grade", A, "--root", str(root), "--out", str(out)]
-    missing = subprocess.run(command + ["--submissions", str(tmp_path / "nope")], cwd=ROOT,
-                             capture_output=True, text=True)
-    assert missing.returncode == 2 and "not a folder" in missing.stderr
-    done = subprocess.run(command + ["--submissions", str(folder), "--no-sandbox"], cwd=ROOT,
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert done.stderr.count("WARNING: --no-sandbox") == 1
-    rows = list(csv.DictReader(open(out, encoding="utf-8")))
-    assert [(r["student_id"], r["score"], r["status"], r["detail"]) for r in rows] == \
-        [("lost", "0", "invalid", "empty file")]

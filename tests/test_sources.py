@@ -2,7 +2,6 @@
 and keep stored notebooks clean."""
 import json
 import os
-from pathlib import Path
 
 import nbformat
 import pytest

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import os
 import re
 import sys
 from dataclasses import dataclass, field
