@@ -10,3 +10,4 @@ from tools import course, notebooks  # noqa: E402
 
 ASSIGNMENTS = course.assignment_ids()
 LESSONS = notebooks.lesson_ids()
+

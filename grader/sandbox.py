@@ -91,7 +91,7 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     scratch = Unicode("", help="folder the kernel may write to (its working directory)").tag(config=True)
     memory_mb = Int(2048, help="address-space limit of each process, in MiB").tag(config=True)
-    max_processes = Int(64, help="processes and threads the sandbox user may have").tag(config=True)
+    max_processes = Int(32, help="processes and threads the sandbox user may have (a kernel uses ~13)").tag(config=True)
     file_mb = Int(256, help="largest file the kernel may write, in MiB").tag(config=True)
     uid = Int(-1, help="uid to run as when the grader is root (-1: first uid of this grader slot)").tag(config=True)
     enabled = Bool(True, help="False runs the kernel unsandboxed (--no-sandbox)").tag(config=True)
