@@ -63,10 +63,15 @@ def command(inner: list[str], scratch: str, sockets: str, *, memory_mb: int, max
     environments = sorted({os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)})
     mounts = [(p, p, "--ro-bind") for p in environments] + [(scratch, scratch, "--bind"),
                                                              (sockets, sockets, "--bind")]
+    # Folders bwrap would create on its own are private (0700) to root: make
+    # each one on the way explicitly, except /tmp (a 1777 tmpfs) and folders
+    # inside the read-only system binds, which exist already.
+    bound = [f for f in SYSTEM_FOLDERS if os.path.isdir(f)]
     made = set()
     for _, target, _ in mounts:
         for parent in _ancestors(target + "/x"):
-            if parent not in made and not parent.startswith(("/usr", "/etc", "/tmp/")) and parent != "/tmp":
+            inside_bind = any(parent == f or parent.startswith(f + "/") for f in bound)
+            if parent not in made and parent != "/tmp" and not inside_bind:
                 made.add(parent)
                 args += ["--perms", "0755", "--dir", parent]
     for source, target, kind in mounts:

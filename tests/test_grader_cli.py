@@ -38,3 +38,20 @@ def test_command_line_grades_a_folder_and_warns_once_without_sandbox(tmp_path, c
     rows = list(csv.DictReader(open(out, encoding="utf-8")))
     assert [(r["student_id"], r["score"], r["status"], r["detail"]) for r in rows] == \
         [("lost", "0", "invalid", "empty file")]
+
+
+def test_sandbox_makes_every_folder_on_the_way_to_the_environment_reachable(monkeypatch):
+    # A clone under /tmp (as CI makes) puts the venv below the sandbox's private
+    # /tmp; folders bwrap made on its own would be 0700 and hide Python.
+    monkeypatch.setattr(sandbox.sys, "prefix", "/tmp/clone/.venv")
+    args = sandbox.command(["python"], "/tmp/scratch-1", "/tmp/sockets-1", memory_mb=100,
+                           max_processes=10, file_mb=1, uid=64000)
+    made = [args[i + 1] for i, arg in enumerate(args) if arg == "--dir"]
+    assert "/tmp/clone" in made and "/tmp" not in made
+    for folder in made:
+        assert args[args.index(folder) - 3:args.index(folder)] == ["--perms", "0755", "--dir"]
+    assert not any(f.startswith("/usr/") for f in made), "folders inside read-only binds exist already"
+    tmpfs = args.index("--tmpfs")
+    assert args[tmpfs + 1] == "/tmp" and tmpfs < args.index("/tmp/clone"), "/tmp is mounted before folders in it"
+    venv = args.index("/tmp/clone/.venv")
+    assert args[venv - 1] == "--ro-bind" and args[venv + 1] == "/tmp/clone/.venv", "the venv is bound read-only"
