@@ -2,6 +2,8 @@
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -11,3 +13,13 @@ from tools import course, notebooks  # noqa: E402
 ASSIGNMENTS = course.assignment_ids()
 LESSONS = notebooks.lesson_ids()
 
+
+
+@pytest.fixture
+def demo_lesson(tmp_path, monkeypatch):
+    """An empty lesson folder, 99_demo, in a scratch tree the notebook builder uses instead of the repo."""
+    lesson = tmp_path / "lessons" / "99_demo"
+    lesson.mkdir(parents=True)
+    monkeypatch.setattr(notebooks, "ROOT", tmp_path)
+    monkeypatch.setattr(notebooks, "LESSONS", tmp_path / "lessons")
+    return lesson

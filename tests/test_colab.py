@@ -115,12 +115,9 @@ def test_gpu_runtime_metadata(path):
         assert "accelerator" not in meta and "colab" not in meta, "only lesson 7 asks for a GPU"
 
 
-def test_metadata_only_change_keeps_stored_outputs(tmp_path, monkeypatch):
-    lesson = tmp_path / "lessons" / "99_demo"
-    lesson.mkdir(parents=True)
+def test_metadata_only_change_keeps_stored_outputs(tmp_path, demo_lesson, monkeypatch):
+    lesson = demo_lesson
     (lesson / "lecture.py").write_text("# %%\nx = 1\nx\n")
-    monkeypatch.setattr(notebooks, "ROOT", tmp_path)
-    monkeypatch.setattr(notebooks, "LESSONS", tmp_path / "lessons")
     notebooks.build(None, run=False)
     stored = tmp_path / "course" / "99_demo.ipynb"
     nb = nbformat.read(stored, as_version=4)

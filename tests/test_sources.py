@@ -72,12 +72,9 @@ def test_builder_turns_markers_into_nbgrader_metadata(tmp_path):
     assert nb.cells[1].source == "Intro"
 
 
-def test_drift_is_detected(tmp_path, monkeypatch):
-    lesson = tmp_path / "lessons" / "99_demo"
-    lesson.mkdir(parents=True)
+def test_drift_is_detected(demo_lesson):
+    lesson = demo_lesson
     (lesson / "lecture.py").write_text("# %%\nx = 1\n")
-    monkeypatch.setattr(notebooks, "ROOT", tmp_path)
-    monkeypatch.setattr(notebooks, "LESSONS", tmp_path / "lessons")
     assert notebooks.drift() == ["course/99_demo.ipynb is missing; run make notebooks"]
     notebooks.build(None, run=False)
     assert notebooks.drift() == []
