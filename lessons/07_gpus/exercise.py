@@ -24,6 +24,26 @@ import torch
 _ = torch.manual_seed(0)  # the same random examples on every run
 
 # %% [markdown]
+# The tests below run on this machine as if it had CUDA GPUs or Apple's MPS:
+# `_simulated` swaps in stand-ins for PyTorch's device queries and restores them.
+
+# %%
+from contextlib import contextmanager
+
+
+@contextmanager
+def _simulated(cuda=0, mps=False):
+    """Pretend the machine has `cuda` CUDA devices and (or not) MPS; restore the real functions afterwards."""
+    saved = (torch.cuda.is_available, torch.cuda.device_count, torch.backends.mps.is_available)
+    torch.cuda.is_available = lambda: cuda > 0
+    torch.cuda.device_count = lambda: cuda
+    torch.backends.mps.is_available = lambda: mps
+    try:
+        yield
+    finally:
+        torch.cuda.is_available, torch.cuda.device_count, torch.backends.mps.is_available = saved
+
+# %% [markdown]
 # ## 1. One device with a fallback
 #
 # Write `try_gpu(i=0)`. It returns `torch.device("cuda:i")` if there are more
@@ -41,22 +61,6 @@ def try_gpu(i=0):
     ### END SOLUTION
 
 # %% tests id=test_try_gpu points=2
-from contextlib import contextmanager
-
-
-@contextmanager
-def _simulated(cuda=0, mps=False):
-    """Pretend the machine has `cuda` CUDA devices and (or not) MPS; restore the real functions afterwards."""
-    saved = (torch.cuda.is_available, torch.cuda.device_count, torch.backends.mps.is_available)
-    torch.cuda.is_available = lambda: cuda > 0
-    torch.cuda.device_count = lambda: cuda
-    torch.backends.mps.is_available = lambda: mps
-    try:
-        yield
-    finally:
-        torch.cuda.is_available, torch.cuda.device_count, torch.backends.mps.is_available = saved
-
-
 def _is(value, kind, index=None):
     """True if value names the device kind:index (for cpu and mps, index None and 0 both count)."""
     try:
@@ -114,22 +118,6 @@ def try_all_gpus():
     ### END SOLUTION
 
 # %% tests id=test_try_all_gpus points=1
-from contextlib import contextmanager
-
-
-@contextmanager
-def _simulated(cuda=0, mps=False):
-    """Pretend the machine has `cuda` CUDA devices and (or not) MPS; restore the real functions afterwards."""
-    saved = (torch.cuda.is_available, torch.cuda.device_count, torch.backends.mps.is_available)
-    torch.cuda.is_available = lambda: cuda > 0
-    torch.cuda.device_count = lambda: cuda
-    torch.backends.mps.is_available = lambda: mps
-    try:
-        yield
-    finally:
-        torch.cuda.is_available, torch.cuda.device_count, torch.backends.mps.is_available = saved
-
-
 def _devices(value):
     """The result as a list of (type, index) pairs, index 0 for an unnumbered cpu or mps."""
     assert value is not None, "try_all_gpus() returned None: return a list of devices."
