@@ -65,10 +65,6 @@ class GuardedExecute(Execute):
 
     # nbconvert re-runs NotebookClient.__init__ inside preprocess(), resetting
     # attributes set here: these must be trait defaults.
-    @default("kernel_manager_class")
-    def _default_kernel_manager_class(self):
-        return SandboxedKernelManager
-
     # A flood of output can take longer to drain than nbclient's 4 s default.
     # Not raising is safe: nbgrader's on_cell_executed adds the reply's error
     # to the cell when its error output never arrived, so no failure is lost.
@@ -166,6 +162,8 @@ class GuardedExecute(Execute):
             if os.path.isfile(source) and not name.endswith(".ipynb"):
                 shutil.copy(source, scratch)
         os.chmod(scratch, 0o700)
+        # nbgrader's Execute.__init__ always passes AsyncKernelManager as an
+        # argument (so a trait default would never apply): set ours here.
         self.kernel_manager_class = SandboxedKernelManager
         self.config.SandboxedKernelManager.scratch = scratch
         self.config.SandboxedKernelManager.enabled = self.sandbox

@@ -13,7 +13,6 @@ test cells) and its scoring. Around it, this module
 """
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 import shutil
@@ -184,6 +183,12 @@ def run(options: Options) -> list[Row]:
     return rows(options, submissions, outcome)
 
 
+def autograded_tests(assignment) -> list[tuple[str, float]]:
+    """(grade id, points) of each autograded test cell of a gradebook assignment."""
+    return [(cell.name, cell.max_score) for nb in assignment.notebooks for cell in nb.grade_cells
+            if cell.cell_type == "code"]
+
+
 def rows(options: Options, submissions, outcome) -> list[Row]:
     from nbgrader.api import Gradebook, MissingEntry
 
@@ -191,8 +196,7 @@ def rows(options: Options, submissions, outcome) -> list[Row]:
     result = []
     with Gradebook(config.CourseDirectory.db_url) as gradebook:
         assignment = gradebook.find_assignment(options.assignment)
-        tests = [(cell.name, cell.max_score) for nb in assignment.notebooks for cell in nb.grade_cells
-                 if cell.cell_type == "code"]
+        tests = autograded_tests(assignment)
         max_auto = sum(points for _, points in tests)
         for submission in submissions:
             row = Row(submission.student, max_score=max_auto, grader_id=submission.grader_id)
@@ -231,7 +235,3 @@ def describe(rows_: list[Row]) -> str:
     for row in rows_:
         counts[row.status] = counts.get(row.status, 0) + 1
     return ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-
-
-def dumps(rows_: list[Row]) -> str:
-    return json.dumps([row.__dict__ for row in rows_], indent=1, default=str)

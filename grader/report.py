@@ -10,13 +10,12 @@ ROOT = Path(__file__).resolve().parent.parent
 def collect_scores(assignment: str, db_url: str | None = None, root: Path | None = None):
     from nbgrader.api import Gradebook
 
-    from .grade import Options, course_config
+    from .grade import Options, autograded_tests, course_config
 
     config = course_config(Options(assignment, Path("."), db_url=db_url, root=root))
     with Gradebook(config.CourseDirectory.db_url) as gradebook:
         found = gradebook.find_assignment(assignment)
-        items = [(cell.name, cell.max_score) for nb in found.notebooks for cell in nb.grade_cells
-                 if cell.cell_type == "code"]
+        items = autograded_tests(found)
         scores, passed = [], {name: 0 for name, _ in items}
         for submission in found.submissions:
             scores.append(submission.code_score)
