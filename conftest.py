@@ -7,19 +7,81 @@ import pytest
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from tools import course, notebooks  # noqa: E402
-
+from tools import cells, course, notebooks  # noqa: E402
 
 ASSIGNMENTS = course.assignment_ids()
-LESSONS = notebooks.lesson_ids()
 
+# A whole, valid lesson 99 in jupytext form: tests break one rule at a time.
+DEMO_LECTURE = '''# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   lesson:
+#     title: Demo
+#     gpu: false
+# ---
+
+# %% [markdown]
+# # Lesson 99: Demo
+#
+# One idea.
+
+# %%
+x = 1
+x
+
+# %% [markdown]
+# ## Summary
+#
+# Next: the exercise, `exercises/99_demo/99_demo.ipynb`.
+'''
+DEMO_EXERCISE = '''# %% [markdown]
+# # Exercise 99: Demo
+
+# %%
+import math
+
+# %% answer grade_id="double"
+def double(x):
+    ### BEGIN SOLUTION
+    return 2 * x
+    ### END SOLUTION
+
+# %% tests grade_id="test_double" points=2
+assert double(2) == 4, "double(2) should be 4."
+### BEGIN HIDDEN TESTS
+assert double(-3) == -6, "double(-3) should be -6."
+### END HIDDEN TESTS
+
+# %% manual [markdown] grade_id="why" points=1
+# Because.
+'''
+DEMO_WRONG = '''# %% wrong id=double -- adds instead of multiplying
+def double(x):
+    return x + 2
+
+# %% wrong id=double -- squares
+def double(x):
+    return x * x
+'''
+DEMO_README = ("# Demo course\n\n" + notebooks.TABLE_START + "\n" + notebooks.TABLE_END + "\n")
 
 
 @pytest.fixture
 def demo_lesson(tmp_path, monkeypatch):
-    """An empty lesson folder, 99_demo, in a scratch tree the notebook builder uses instead of the repo."""
+    """A valid lesson, 99_demo, in a scratch tree the notebook builder and the
+    rules use instead of the repository; returns its folder."""
     lesson = tmp_path / "lessons" / "99_demo"
     lesson.mkdir(parents=True)
+    (lesson / "lecture.py").write_text(DEMO_LECTURE)
+    (lesson / "exercise.py").write_text(DEMO_EXERCISE)
+    wrong = tmp_path / "tests" / "wrong_answers"
+    wrong.mkdir(parents=True)
+    (wrong / "99_demo.py").write_text(DEMO_WRONG)
+    (tmp_path / "README.md").write_text(DEMO_README)
     monkeypatch.setattr(notebooks, "ROOT", tmp_path)
-    monkeypatch.setattr(notebooks, "LESSONS", tmp_path / "lessons")
+    monkeypatch.setattr(cells, "ROOT", tmp_path)
+    monkeypatch.setattr(cells, "WRONG_ANSWERS", wrong)
     return lesson

@@ -1,5 +1,11 @@
-"""Student submissions made from the exercises, for grading tests."""
+"""The shared submission kit: student notebooks made from the exercises, with
+the scores they must get computed from the lesson's own points (never restated
+as numbers), for every test that grades."""
 from __future__ import annotations
+
+from dataclasses import dataclass
+
+import nbformat
 
 from conftest import ROOT  # noqa: F401 (tests aim probes at the repository's real paths)
 from tools import cells
@@ -11,7 +17,32 @@ def first_wrong(assignment: str) -> cells.WrongAnswer:
 
 
 def points(assignment: str) -> dict[str, int]:
-    """Points of each autograded test cell."""
+    """Points of each autograded test cell, from the released exercise."""
     nb = exercise(assignment)
     return {c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]["points"] for c in nb.cells
             if c.cell_type == "code" and c.metadata["nbgrader"].get("grade")}
+
+
+def full_score(assignment: str) -> int:
+    return sum(points(assignment).values())
+
+
+@dataclass
+class Submission:
+    student: str
+    notebook: nbformat.NotebookNode
+    score: int                 # the autograded score it must get
+    failed: tuple[str, ...]    # the graded test cells that must fail
+
+
+def standard(assignment: str) -> list[Submission]:
+    """A correct, a blank and a one-item-wrong submission of `assignment`."""
+    wrong = first_wrong(assignment)
+    tests = tuple(points(assignment))
+    full = full_score(assignment)
+    return [
+        Submission("correct", answered(assignment), full, ()),
+        Submission("blank", exercise(assignment), 0, tests),
+        Submission("one_wrong", answered(assignment, {wrong.answer_id: wrong.code}),
+                   full - points(assignment)[wrong.fails], (wrong.fails,)),
+    ]

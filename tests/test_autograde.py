@@ -1,5 +1,5 @@
-"""End to end through nbgrader's own autograder: a correct, a blank and a
-partly wrong submission of each exercise get exactly the expected scores."""
+"""End to end through nbgrader's own autograder: the standard submissions of
+each exercise (correct, blank, one item wrong) get exactly their scores."""
 import nbformat
 
 import submissions
@@ -12,32 +12,22 @@ def check_autograde(tmp_path, assignment):
 
     course_api = course.temporary_course(tmp_path, [assignment])
     course.generate(course_api, assignment)
-    wrong = submissions.first_wrong(assignment)
-    handed_in = {
-        "correct": submissions.answered(assignment),
-        "blank": submissions.exercise(assignment),
-        "one_wrong": submissions.answered(assignment, {wrong.answer_id: wrong.code}),
-    }
-    for student, nb in handed_in.items():
-        folder = tmp_path / "submitted" / student / assignment
+    kit = submissions.standard(assignment)
+    for handed_in in kit:
+        folder = tmp_path / "submitted" / handed_in.student / assignment
         folder.mkdir(parents=True)
-        nbformat.write(nb, folder / f"{assignment}.ipynb")
-        result = course_api.autograde(assignment, student)
+        nbformat.write(handed_in.notebook, folder / f"{assignment}.ipynb")
+        result = course_api.autograde(assignment, handed_in.student)
         assert result["success"], result.get("log", "") + result.get("error", "")
 
-    points = submissions.points(assignment)
-    total = sum(points.values())
     with Gradebook(course.load_config(tmp_path).CourseDirectory.db_url) as gradebook:
-        def score(student, grade_id=None):
-            if grade_id is None:
-                return gradebook.find_submission(assignment, student).code_score
-            return gradebook.find_grade(grade_id, assignment, assignment, student).score
-
-        assert gradebook.find_submission(assignment, "correct").max_code_score == total
-        assert score("correct") == total
-        assert score("blank") == 0
-        assert score("one_wrong") == total - points[wrong.fails]
-        assert score("one_wrong", wrong.fails) == 0
+        assert gradebook.find_submission(assignment, "correct").max_code_score == submissions.full_score(assignment)
+        for handed_in in kit:
+            assert gradebook.find_submission(assignment, handed_in.student).code_score == handed_in.score, \
+                handed_in.student
+            for test_id in submissions.points(assignment):
+                grade = gradebook.find_grade(test_id, assignment, assignment, handed_in.student)
+                assert (grade.score == 0) == (test_id in handed_in.failed), (handed_in.student, test_id)
 
 
 # One test class per lesson: pytest-xdist (--dist loadscope) hands classes to
@@ -47,4 +37,4 @@ for _assignment in ASSIGNMENTS:
         check_autograde(tmp_path, assignment)
 
     _name = f"TestAutograde_{_assignment}"
-    globals()[_name] = type(_name, (), {"test_correct_blank_and_one_item_wrong": _test})
+    globals()[_name] = type(_name, (), {"test_standard_submissions_get_their_scores": _test})

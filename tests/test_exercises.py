@@ -1,5 +1,7 @@
-"""Exercises: generated, not hand-edited; graded tests that pass on the solution,
-fail on the blank exercise and catch the wrong answers students really write."""
+"""Exercises: generated, not hand-edited; graded tests that fail on the blank
+exercise and catch the wrong answers students really write while the rest of
+the solution still passes. (The rules a lesson's cells follow are checked at
+build time: tools/rules.py, tests/test_rules.py.)"""
 import filecmp
 import re
 
@@ -51,20 +53,6 @@ def test_no_solution_text_reaches_the_exercise(assignment):
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_graded_items_follow_the_rules(assignment):
-    nb = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
-    graded = [c for c in nb.cells if c.metadata["nbgrader"].get("grade")]
-    assert graded, "an exercise needs graded cells"
-    for cell in graded:
-        assert cell.metadata["nbgrader"]["points"] >= 1
-        if cell.cell_type == "code":
-            assert "### BEGIN HIDDEN TESTS" in cell.source, f"{cell.id} has no hidden tests"
-            assert cell.source.split("### BEGIN HIDDEN TESTS")[0].count("assert") >= 1, \
-                f"{cell.id} has no visible test"
-    assert any(c.cell_type == "markdown" for c in graded), "each lesson has a manually graded question"
-
-
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_every_graded_test_fails_on_the_untouched_exercise(assignment):
     blank = cells.graded_cells(cells.exercise(assignment))
     outcome = cells.run(blank)
@@ -74,15 +62,6 @@ def test_every_graded_test_fails_on_the_untouched_exercise(assignment):
 
 
 WRONG = [w for a in ASSIGNMENTS for w in cells.read_wrong_answers(a)]
-
-
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_every_graded_item_has_two_realistic_wrong_answers(assignment):
-    nb_cells = cells.solution_cells(assignment)
-    answers = {c["id"] for c in nb_cells if c["answer"]}
-    wrong_ids = [w.answer_id for w in cells.read_wrong_answers(assignment)]
-    thin = {a: wrong_ids.count(a) for a in answers if wrong_ids.count(a) < 2}
-    assert not thin, f"graded items with fewer than two wrong answers: {thin}"
 
 
 @pytest.mark.parametrize("wrong", WRONG, ids=str)

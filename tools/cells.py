@@ -32,6 +32,7 @@ class WrongAnswer:
     fails: str
     why: str
     code: str
+    line: int = 0    # where the fixture starts in its file
 
     def __str__(self) -> str:
         return f"{self.lesson}:{self.answer_id}: {self.why}"
@@ -86,7 +87,7 @@ def read_wrong_answers(lesson: str) -> list[WrongAnswer]:
                 raise ValueError(f"{path}:{number}: expected '# %% wrong id=ANSWER_ID -- why'")
             opts = dict(word.split("=", 1) for word in match.group("opts").split())
             answers.append(WrongAnswer(lesson, opts["id"], opts.get("fails", f"test_{opts['id']}"),
-                                       match.group("why"), ""))
+                                       match.group("why"), "", number))
         elif answers:
             answers[-1].code += line + "\n"
         elif line.strip() and not line.startswith("#"):

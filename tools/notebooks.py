@@ -1,30 +1,52 @@
-"""Build the course notebooks from their text sources.
+"""Build the course notebooks from their jupytext sources.
 
-Every notebook in `course/` and `solutions/` is generated from a percent-format
-text file in `lessons/<id>/`, so lessons are reviewed and diffed as text:
+Every notebook in `course/` and `solutions/` is generated from a text file in
+`lessons/<id>/`, so lessons are reviewed and diffed as text:
 
     lessons/<id>/lecture.py   -> course/<id>.ipynb
     lessons/<id>/exercise.py  -> solutions/<id>/<id>.ipynb  (nbgrader source)
 
-The text sources live outside `solutions/` on purpose: nbgrader copies every
-other file of a source folder into the student release, and these hold the
-solutions.
+The sources are jupytext percent scripts: `jupytext --to ipynb`, editors with
+percent-cell support and `jupytext --sync` all read them. The text sources live
+outside `solutions/` on purpose: nbgrader copies every other file of a source
+folder into the student release, and these hold the solutions.
 
-Cell markers (one per cell, a line of its own):
+A source starts with jupytext's YAML header. The lecture's header holds the
+lesson's settings, which both of its notebooks follow:
 
-    # %% [markdown]                         prose; each line starts with "# "
-    # %%                                    code
-    # %% tags=nbval-ignore-output           code with cell tags (comma separated)
-    # %% answer id=NAME                     autograded answer (nbgrader solution)
-    # %% tests id=NAME points=N             autograded tests, locked
-    # %% [markdown] manual id=NAME points=N manually graded written answer
+    # ---
+    # jupyter:
+    #   ...                       (jupytext's own keys and the kernelspec)
+    #   lesson:
+    #     title: GPUs             (the README table and the notebooks' first heading)
+    #     gpu: true               (Colab opens both notebooks on a GPU runtime)
+    # ---
 
-In an exercise source, every other cell is a locked read-only nbgrader cell, so
+Cells use jupytext's header grammar, `# %% [title] [[markdown]] key=JSON ...`;
+the title word gives an exercise cell its nbgrader role:
+
+    # %% [markdown]                                  prose
+    # %%                                             code
+    # %% tags=["nbval-ignore-output"]                code whose output nbval ignores
+    # %% answer grade_id="f"                         autograded answer (solution)
+    # %% tests grade_id="test_f" points=2            autograded tests, locked
+    # %% manual [markdown] grade_id="why" points=1   manually graded written answer
+
+In an exercise every other cell is a locked read-only nbgrader cell, so
 autograde restores instructions and setup code a student may have changed.
+
+Cell ids are names, not positions: a graded cell's id is its `grade_id`; any
+other cell is named after the section heading above it (`the-dry-run`,
+`the-dry-run-code`, `the-dry-run-code-2`, ...), so inserting a cell renames at
+most the later cells of its own section.
+
+Before writing anything, the builder checks the course rules (tools/rules.py)
+and stops at the first violation with `file:line` and the rule.
 
 Commands:
     python -m tools.notebooks build [--execute] [ID ...]
-    python -m tools.notebooks check     # fail if a notebook drifted from its source
+    python -m tools.notebooks check     # fail if a notebook or README drifted from its source
+    python -m tools.notebooks format    # rewrite sources in jupytext's canonical form
 """
 from __future__ import annotations
 
@@ -33,146 +55,201 @@ import copy
 import json
 import re
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import jupytext
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
-LESSONS = ROOT / "lessons"
 
 # The one place that says where the course lives; every Colab badge uses it.
 REPOSITORY = "pytorch-building-blocks/course"
 BRANCH = "main"
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-# Lessons whose lecture and exercise ask Colab for a GPU runtime, with the notebook
-# metadata Colab itself writes when a student picks "T4 GPU" (nbgrader carries
-# notebook metadata through to the exercise). No other notebook carries it.
-GPU_LESSONS = {"07_gpus"}
+# The notebook metadata Colab itself writes when a student picks "T4 GPU";
+# lessons whose header says `gpu: true` carry it (nbgrader passes notebook
+# metadata through to the exercise).
 COLAB_GPU = {"accelerator": "GPU", "colab": {"gpuType": "T4", "provenance": []}}
 # Notebook metadata that comes from the text source (checked for drift); the rest
 # (language_info) is written when a notebook runs.
 SOURCE_METADATA = ("kernelspec", *COLAB_GPU)
-MARKER = re.compile(r"^# %%(?P<rest>.*)$")
-KINDS = {"answer", "tests", "manual"}
+
+ROLES = {"answer", "tests", "manual"}
+# Cell metadata a source may set, besides the role title; jupytext adds
+# `lines_to_next_cell` for its own round trip.
+CELL_KEYS = {"grade_id", "points", "tags"}
+JUPYTEXT_CELL_KEYS = {"lines_to_next_cell", "title"}
+MARKER = re.compile(r"^# %%")
+
+
+class SourceError(ValueError):
+    """A lesson source breaks a rule; the message starts with `file:line:`."""
 
 
 @dataclass
 class SourceCell:
     cell_type: str
-    kind: str | None
-    options: dict[str, str]
-    lines: list[str] = field(default_factory=list)
+    role: str | None
+    source: str
+    line: int
+    metadata: dict = field(default_factory=dict)
 
     @property
-    def source(self) -> str:
-        lines = list(self.lines)
-        while lines and not lines[-1].strip():
-            lines.pop()
-        while lines and not lines[0].strip():
-            lines.pop(0)
-        if self.cell_type == "markdown":
-            lines = [_unquote_markdown(line) for line in lines]
-        return "\n".join(lines)
+    def grade_id(self) -> str | None:
+        return self.metadata.get("grade_id")
+
+    @property
+    def points(self):
+        return self.metadata.get("points")
+
+    @property
+    def tags(self) -> list[str]:
+        return list(self.metadata.get("tags", []))
 
 
-def _unquote_markdown(line: str) -> str:
-    if line == "#":
-        return ""
-    if line.startswith("# "):
-        return line[2:]
-    raise ValueError(f"markdown line must start with '# ': {line!r}")
+@dataclass
+class Source:
+    """One parsed lesson source: the header's metadata and the cells."""
+    path: str
+    metadata: dict
+    cells: list[SourceCell]
+
+    @property
+    def lesson(self) -> dict:
+        return dict(self.metadata.get("lesson", {}))
 
 
-def parse_source(text: str, origin: str = "<source>") -> list[SourceCell]:
-    """Split a percent-format text into cells, reading each marker's options."""
-    cells: list[SourceCell] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        match = MARKER.match(line)
-        if match is None:
-            if not cells:
-                if line.strip():
-                    raise ValueError(f"{origin}:{number}: text before the first '# %%' marker")
-                continue
-            cells[-1].lines.append(line)
+def parse_source(text: str, origin: str = "<source>") -> Source:
+    """Read a jupytext percent script, with each cell's role and line number."""
+    nb = jupytext.reads(text, fmt="py:percent")
+    marker_lines = [n for n, line in enumerate(text.splitlines(), start=1) if MARKER.match(line)]
+    if len(marker_lines) != len(nb.cells):
+        first = marker_lines[0] if marker_lines else 1
+        raise SourceError(f"{origin}:{first}: every cell starts with a '# %%' line "
+                          "(text between the header and the first cell?)")
+    cells = []
+    for cell, line in zip(nb.cells, marker_lines):
+        meta = dict(cell.metadata)
+        where = f"{origin}:{line}"
+        if "incorrectly_encoded_metadata" in meta:
+            raise SourceError(f"{where}: cell metadata must be key=JSON, e.g. grade_id=\"f\" points=2 "
+                              f"or tags=[\"nbval-ignore-output\"]; got {meta['incorrectly_encoded_metadata']!r}")
+        role = meta.pop("title", None)
+        if role is not None and role not in ROLES:
+            raise SourceError(f"{where}: unknown cell role {role!r} (roles: {', '.join(sorted(ROLES))})")
+        for key in JUPYTEXT_CELL_KEYS:
+            meta.pop(key, None)
+        unknown = set(meta) - CELL_KEYS
+        if unknown:
+            raise SourceError(f"{where}: unknown cell metadata {sorted(unknown)} "
+                              f"(allowed: {', '.join(sorted(CELL_KEYS))})")
+        cells.append(SourceCell(cell.cell_type, role, cell.source, line, meta))
+    return Source(origin, dict(nb.metadata), cells)
+
+
+def read_source(path: Path) -> Source:
+    return parse_source(upgrade_markers(path.read_text(encoding="utf-8")), display(path))
+
+
+# TRANSITION (removed once every source is converted): the round-1 markers.
+LEGACY = re.compile(r"^# %%(?P<rest>( .*)?)$")
+
+
+def upgrade_markers(text: str) -> str:
+    out = []
+    for line in text.splitlines():
+        match = LEGACY.match(line)
+        words = match.group("rest").split() if match else []
+        keys = {w.split("=", 1)[0] for w in words if "=" in w}
+        if keys and keys <= {"id", "points", "tags"} and '"' not in line:
+            markdown = words and words[0] == "[markdown]"
+            words = words[1:] if markdown else words
+            role = [w for w in words if "=" not in w]
+            opts = dict(w.split("=", 1) for w in words if "=" in w)
+            parts = ["# %%", *role] + (["[markdown]"] if markdown else [])
+            if "id" in opts:
+                parts.append(f'grade_id="{opts["id"]}"')
+            if "points" in opts:
+                parts.append(f"points={opts['points']}")
+            if "tags" in opts:
+                parts.append("tags=" + json.dumps(opts["tags"].split(",")).replace(" ", ""))
+            line = " ".join(parts)
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def display(path: Path) -> str:
+    try:
+        return str(Path(path).relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def slug(text: str) -> str:
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    name = "-".join(words)[:48].strip("-")
+    return name or "cell"
+
+
+def cell_ids(cells: list[SourceCell]) -> list[str]:
+    """Names derived from each cell's role and section (see the module docstring)."""
+    section = "intro"
+    seen: Counter[str] = Counter()
+    ids = []
+    for cell in cells:
+        if cell.grade_id:
+            ids.append(cell.grade_id)
             continue
-        words = match.group("rest").split()
-        cell_type = "code"
-        if words and words[0] == "[markdown]":
-            cell_type = "markdown"
-            words = words[1:]
-        kind = None
-        options: dict[str, str] = {}
-        for word in words:
-            if "=" in word:
-                key, value = word.split("=", 1)
-                options[key] = value
-            elif word in KINDS and kind is None:
-                kind = word
-            else:
-                raise ValueError(f"{origin}:{number}: unknown cell marker word {word!r}")
-        if kind in {"answer", "tests", "manual"} and "id" not in options:
-            raise ValueError(f"{origin}:{number}: a {kind} cell needs id=NAME")
-        if kind in {"tests", "manual"} and "points" not in options:
-            raise ValueError(f"{origin}:{number}: a {kind} cell needs points=N")
-        if kind == "manual" and cell_type != "markdown":
-            raise ValueError(f"{origin}:{number}: a manual cell is a [markdown] cell")
-        cells.append(SourceCell(cell_type, kind, options))
-    return cells
+        heading = re.match(r"#+\s+(.+)", cell.source) if cell.cell_type == "markdown" else None
+        if heading:
+            section = slug(heading.group(1))
+            base = section
+        else:
+            base = f"{section}-{'md' if cell.cell_type == 'markdown' else 'code'}"
+        seen[base] += 1
+        ids.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
+    return ids
 
 
 def colab_badge(path: str) -> str:
     url = f"https://colab.research.google.com/github/{REPOSITORY}/blob/{BRANCH}/{path}"
-    return (f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({url})")
+    return f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({url})"
 
 
-def _nbgrader(cell: SourceCell, index: int) -> dict:
-    """nbgrader cell metadata for an exercise cell (schema version 3)."""
-    meta = {"schema_version": 3, "solution": False, "grade": False, "locked": True,
-            "grade_id": cell.options.get("id", f"cell-{index:02d}")}
-    if cell.kind == "answer":
+def nbgrader_metadata(role: str | None, grade_id: str, points=None) -> dict:
+    """nbgrader cell metadata (schema version 3) for an exercise cell."""
+    meta = {"schema_version": 3, "solution": False, "grade": False, "locked": True, "grade_id": grade_id}
+    if role == "answer":
         meta.update(solution=True, locked=False)
-    elif cell.kind == "tests":
-        meta.update(grade=True, points=int(cell.options["points"]))
-    elif cell.kind == "manual":
-        meta.update(solution=True, grade=True, locked=False, points=int(cell.options["points"]))
+    elif role == "tests":
+        meta.update(grade=True, points=int(points))
+    elif role == "manual":
+        meta.update(solution=True, grade=True, locked=False, points=int(points))
     return meta
 
 
-def build_notebook(source_path: Path, badge_path: str, graded: bool,
-                   gpu: bool = False) -> nbformat.NotebookNode:
-    """Turn one text source into a notebook with no outputs and stable cell ids;
-    `gpu` adds Colab's GPU-runtime metadata."""
-    cells = parse_source(source_path.read_text(encoding="utf-8"), str(source_path))
+def build_notebook(source: Source, badge_path: str, graded: bool, gpu: bool = False) -> nbformat.NotebookNode:
+    """One source as a notebook with no outputs and stable cell ids; `gpu` adds
+    Colab's GPU-runtime metadata."""
     nb = nbformat.v4.new_notebook()
     nb.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"}}
     if gpu:
         nb.metadata.update(copy.deepcopy(COLAB_GPU))
     badge = nbformat.v4.new_markdown_cell(colab_badge(badge_path), id="colab-badge")
     if graded:
-        badge.metadata["nbgrader"] = _nbgrader(SourceCell("markdown", None, {"id": "colab-badge"}), 0)
+        badge.metadata["nbgrader"] = nbgrader_metadata(None, "colab-badge")
     nb.cells.append(badge)
-    for index, cell in enumerate(cells, start=1):
-        if cell.kind and not graded:
-            raise ValueError(f"{source_path}: graded cell kinds belong in an exercise source")
-        cell_id = cell.options.get("id", f"cell-{index:02d}")
-        if cell.cell_type == "markdown":
-            new = nbformat.v4.new_markdown_cell(cell.source, id=cell_id)
-        else:
-            new = nbformat.v4.new_code_cell(cell.source, id=cell_id)
-        tags = [t for t in cell.options.get("tags", "").split(",") if t]
-        if tags:
-            new.metadata["tags"] = tags
+    for cell, cell_id in zip(source.cells, cell_ids(source.cells)):
+        maker = nbformat.v4.new_markdown_cell if cell.cell_type == "markdown" else nbformat.v4.new_code_cell
+        new = maker(cell.source, id=cell_id)
+        if cell.tags:
+            new.metadata["tags"] = cell.tags
         if graded:
-            new.metadata["nbgrader"] = _nbgrader(cell, index)
+            new.metadata["nbgrader"] = nbgrader_metadata(cell.role, cell_id, cell.points)
         nb.cells.append(new)
-    ids = [c.id for c in nb.cells]
-    duplicates = sorted({i for i in ids if ids.count(i) > 1})
-    if duplicates:
-        raise ValueError(f"{source_path}: cell ids used twice: {duplicates}")
-    if graded and "nbgrader" in json.dumps(nb.metadata):
-        raise AssertionError("unexpected notebook-level nbgrader metadata")
     return nb
 
 
@@ -185,22 +262,37 @@ class Target:
     badge_path: str
     graded: bool
 
-    @property
-    def gpu(self) -> bool:
-        return self.lesson in GPU_LESSONS
-
     def build(self) -> nbformat.NotebookNode:
-        return build_notebook(self.source, self.badge_path, self.graded, self.gpu)
+        return build_notebook(read_source(self.source), self.badge_path, self.graded,
+                              lesson_settings(self.lesson).get("gpu", False))
+
+
+def lessons_dir() -> Path:
+    return ROOT / "lessons"
 
 
 def lesson_ids() -> list[str]:
-    return sorted(p.name for p in LESSONS.iterdir() if (p / "lecture.py").exists() or (p / "exercise.py").exists())
+    return sorted(p.name for p in lessons_dir().iterdir()
+                  if (p / "lecture.py").exists() or (p / "exercise.py").exists())
+
+
+def lesson_settings(lesson: str) -> dict:
+    """The `lesson:` block of the lecture's header (title, gpu)."""
+    lecture = lessons_dir() / lesson / "lecture.py"
+    settings = read_source(lecture).lesson if lecture.exists() else {}
+    if not settings and lesson == "07_gpus":  # TRANSITION: sources without a header yet
+        settings = {"gpu": True}
+    return settings
+
+
+def gpu_lessons() -> set[str]:
+    return {lesson for lesson in lesson_ids() if lesson_settings(lesson).get("gpu")}
 
 
 def targets(ids: list[str] | None = None) -> list[Target]:
     found = []
     for lesson in ids or lesson_ids():
-        folder = LESSONS / lesson
+        folder = lessons_dir() / lesson
         if (folder / "lecture.py").exists():
             found.append(Target(lesson, folder / "lecture.py", ROOT / "course" / f"{lesson}.ipynb",
                                 f"course/{lesson}.ipynb", False))
@@ -228,8 +320,7 @@ def execute(nb: nbformat.NotebookNode, cwd: Path) -> nbformat.NotebookNode:
     from nbclient import NotebookClient
 
     cwd.mkdir(parents=True, exist_ok=True)
-    env_cwd = str(cwd)
-    client = NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": env_cwd}})
+    client = NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(cwd)}})
     client.execute()
     nb.metadata["language_info"] = {"name": "python"}
     nb.metadata.pop("widgets", None)
@@ -244,26 +335,59 @@ def write(nb: nbformat.NotebookNode, path: Path) -> None:
     path.write_text(nbformat.writes(nb) + "\n", encoding="utf-8")
 
 
+def with_stored_outputs(fresh: nbformat.NotebookNode, path: Path) -> nbformat.NotebookNode:
+    """`fresh`, keeping the outputs stored at `path` when no cell changed (metadata may have)."""
+    if not path.exists():
+        return fresh
+    old = nbformat.read(path, as_version=4)
+    old_cells = without_outputs(old)
+    old_cells.metadata = without_outputs(fresh).metadata
+    if old_cells != without_outputs(fresh):
+        return fresh
+    old.metadata = {**{k: v for k, v in old.metadata.items() if k not in SOURCE_METADATA},
+                    **{k: v for k, v in fresh.metadata.items() if k in SOURCE_METADATA}}
+    return old
+
+
 def build(ids: list[str] | None, run: bool) -> None:
+    from tools import rules
+
+    rules.check(ids)
     for target in targets(ids):
         nb = target.build()
-        if run:
-            nb = execute(nb, target.notebook.parent)
-        elif target.notebook.exists():
-            # Keep the stored outputs when the cells did not change (metadata may have).
-            old = nbformat.read(target.notebook, as_version=4)
-            old_cells = without_outputs(old)
-            old_cells.metadata = without_outputs(nb).metadata
-            if old_cells == without_outputs(nb):
-                old.metadata = {**{k: v for k, v in old.metadata.items() if k not in SOURCE_METADATA},
-                                **{k: v for k, v in nb.metadata.items() if k in SOURCE_METADATA}}
-                nb = old
+        nb = execute(nb, target.notebook.parent) if run else with_stored_outputs(nb, target.notebook)
         write(nb, target.notebook)
         print(f"{'executed' if run else 'built'} {target.notebook.relative_to(ROOT)}")
+    if not ids:
+        readme = ROOT / "README.md"
+        readme.write_text(with_lesson_table(readme.read_text(encoding="utf-8")), encoding="utf-8")
+
+
+# The README's lesson table is generated from the lessons' headers.
+TABLE_START = "<!-- lessons: generated by `make notebooks` from lessons/*/lecture.py -->"
+TABLE_END = "<!-- /lessons -->"
+
+
+def lesson_table() -> str:
+    rows = ["| # | Lesson | Lecture | Exercise | Colab runtime |", "|---|---|---|---|---|"]
+    for lesson in lesson_ids():
+        number = int(lesson.split("_", 1)[0])
+        settings = lesson_settings(lesson)
+        runtime = "GPU" if settings.get("gpu") else "CPU"
+        rows.append(f"| {number} | {settings.get('title', lesson)} | [course/{lesson}.ipynb](course/{lesson}.ipynb) | "
+                    f"[exercises/{lesson}](exercises/{lesson}/{lesson}.ipynb) | {runtime} |")
+    return "\n".join(rows)
+
+
+def with_lesson_table(readme: str) -> str:
+    start, end = readme.find(TABLE_START), readme.find(TABLE_END)
+    if start < 0 or end < start:
+        raise SourceError(f"README.md: the lesson table must sit between {TABLE_START!r} and {TABLE_END!r}")
+    return readme[:start + len(TABLE_START)] + "\n" + lesson_table() + "\n" + readme[end:]
 
 
 def drift() -> list[str]:
-    """Notebooks whose cells or metadata no longer match their text source."""
+    """Notebooks (and the README table) that no longer match their text sources."""
     problems = []
     for target in targets():
         if not target.notebook.exists():
@@ -274,21 +398,39 @@ def drift() -> list[str]:
         if stored != fresh:
             problems.append(f"{target.notebook.relative_to(ROOT)} differs from "
                             f"{target.source.relative_to(ROOT)}; run make notebooks")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    if readme != with_lesson_table(readme):
+        problems.append("README.md's lesson table differs from the lessons; run make notebooks")
     return problems
+
+
+def canonical(path: Path) -> str:
+    """The source as jupytext writes it (what `format` stores)."""
+    text = path.read_text(encoding="utf-8")
+    return jupytext.writes(jupytext.reads(text, fmt="py:percent"), fmt="py:percent")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    build_cmd = sub.add_parser("build", help="write notebooks from their text sources")
+    build_cmd = sub.add_parser("build", help="check the rules, then write notebooks from their text sources")
     build_cmd.add_argument("--execute", action="store_true", help="run them and store outputs")
     build_cmd.add_argument("ids", nargs="*")
-    sub.add_parser("check", help="fail when a notebook drifted from its source")
+    sub.add_parser("check", help="fail when a notebook or the README drifted from its source")
+    sub.add_parser("format", help="rewrite every source in jupytext's canonical form")
     args = parser.parse_args(argv)
-    if args.command == "build":
-        build(args.ids or None, args.execute)
-        return 0
-    problems = drift()
+    try:
+        if args.command == "build":
+            build(args.ids or None, args.execute)
+            return 0
+        if args.command == "format":
+            for target in targets():
+                target.source.write_text(canonical(target.source), encoding="utf-8")
+            return 0
+        problems = drift()
+    except SourceError as error:
+        print(error, file=sys.stderr)
+        return 1
     for problem in problems:
         print(problem, file=sys.stderr)
     return 1 if problems else 0

@@ -1,0 +1,66 @@
+"""The course rules (tools/rules.py): each one holds for the real lessons and
+each one stops the build, with file:line, when a lesson breaks it."""
+import pytest
+
+from tools import notebooks, rules
+
+
+def test_every_rule_holds_for_the_course():
+    rules.check()
+
+
+def test_the_demo_lesson_is_valid(demo_lesson):
+    rules.check()
+
+
+def _break(path, old, new):
+    text = path.read_text()
+    assert old in text, f"the demo no longer contains {old!r}"
+    path.write_text(text.replace(old, new, 1))
+
+
+# (file, text to replace, replacement, expected line, words of the rule)
+BROKEN = {
+    "missing hidden tests": ("exercise.py", "### BEGIN HIDDEN TESTS\nassert double(-3) == -6, \"double(-3) should be -6.\"\n"
+                             "### END HIDDEN TESTS\n", "", 13, "hidden tests"),
+    "no visible assert": ("exercise.py", 'assert double(2) == 4, "double(2) should be 4."\n', "double(2)\n", 13,
+                          "visible assert"),
+    "tests not named test_<answer>": ("exercise.py", 'grade_id="test_double"', 'grade_id="check_double"', 13,
+                                      "test_<answer>"),
+    "zero points": ("exercise.py", "points=2", "points=0", 13, "at least 1"),
+    "no manual question": ("exercise.py", 'manual [markdown] grade_id="why" points=1', "[markdown]", 1,
+                           "manually graded question"),
+    "answer without solution block": ("exercise.py", "    ### BEGIN SOLUTION\n", "", 7, "BEGIN SOLUTION"),
+    "foreign import": ("exercise.py", "import math", "import pandas", 5, "not pandas"),
+    "graded cell in a lecture": ("lecture.py", "# %%\nx = 1", '# %% tests grade_id="t" points=1\nx = 1', 17,
+                                 "belong in exercise.py"),
+    "title not from the header": ("lecture.py", "# # Lesson 99: Demo", "# # Demo lesson", 12, "Lesson 99: Demo"),
+    "gpu setting missing": ("lecture.py", "#     gpu: false\n", "", 1, "gpu:"),
+    "no pointer to the exercise": ("lecture.py", "`exercises/99_demo/99_demo.ipynb`", "the exercise", 21,
+                                   "points at the exercise"),
+    "unknown tag": ("lecture.py", "# %%\nx = 1", '# %% tags=["slow"]\nx = 1', 17, "unknown tag"),
+    "metadata jupytext cannot read": ("exercise.py", 'grade_id="double"', "grade_id=double", 7, "key=JSON"),
+    "unknown role": ("exercise.py", "# %% answer", "# %% solution", 7, "unknown cell role"),
+}
+
+
+@pytest.mark.parametrize("case", BROKEN, ids=str)
+def test_a_broken_rule_stops_the_build_with_file_line_and_rule(demo_lesson, case):
+    name, old, new, line, words = BROKEN[case]
+    _break(demo_lesson / name, old, new)
+    with pytest.raises(notebooks.SourceError) as error:
+        notebooks.build(None, run=False)
+    message = str(error.value)
+    assert message.startswith(f"lessons/99_demo/{name}:{line}: "), message
+    assert words in message
+    assert not (demo_lesson.parent.parent / "course").exists(), "nothing is built when a rule is broken"
+
+
+def test_every_answer_needs_two_wrong_answers(demo_lesson):
+    fixtures = demo_lesson.parent.parent / "tests" / "wrong_answers" / "99_demo.py"
+    fixtures.write_text(fixtures.read_text().split("# %% wrong id=double -- squares")[0])
+    with pytest.raises(rules.RuleError, match="double needs at least two realistic wrong answers"):
+        rules.check()
+    fixtures.write_text("# %% wrong id=triple -- no such answer\nx = 1\n")
+    with pytest.raises(rules.RuleError, match=r"99_demo.py:1: wrong answer for 'triple'"):
+        rules.check()

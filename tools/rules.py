@@ -1,0 +1,212 @@
+"""The course's rules, checked on the text sources before anything is built.
+
+`make notebooks` (tools/notebooks.py build) calls `check()` first and stops at
+the first violation with `file:line: rule`, in well under a second, so a broken
+rule shows up in the edit loop instead of minutes later in a slow test. The
+slow tests then check behaviour (notebooks run, tests fail on wrong answers).
+
+    python -m tools.rules [ID ...]       # just the check
+
+The rules, one function each (see RULES at the bottom):
+- a lesson folder is `NN_name` and holds lecture.py and exercise.py;
+- the lecture's header sets `lesson: {title: str, gpu: bool}`; the lecture's
+  first heading is `Lesson N: <title>`, the exercise's `Exercise N: <title>`;
+  the lecture ends by pointing at its exercise;
+- a lecture has no graded cells; an exercise has at least one answer, each
+  answer `X` is followed by exactly one tests cell `test_X` worth >= 1 point
+  with a visible assert before its hidden tests; answers hold a solution block;
+  at least one manually graded question (a markdown cell with points >= 1);
+- grade ids are unique; tags are nbval's or nbgrader's;
+- an exercise imports only torch, numpy, matplotlib and the standard library
+  (it must run on Colab as downloaded);
+- every answer has at least two wrong-answer fixtures in
+  tests/wrong_answers/<id>.py, and every fixture names an existing answer.
+"""
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from pathlib import Path
+
+from tools import notebooks
+from tools.notebooks import Source, SourceError
+
+ALLOWED_IMPORTS = {"torch", "numpy", "matplotlib"}
+ALLOWED_TAG = re.compile(r"(nbval-[a-z-]+|raises-exception)$")
+LESSON_ID = re.compile(r"(?P<number>\d{2})_[a-z0-9_]+$")
+
+
+class RuleError(SourceError):
+    """`file:line: rule` for the first broken rule."""
+
+
+def fail(where: str, line: int, rule: str) -> None:
+    raise RuleError(f"{where}:{line}: {rule}")
+
+
+def heading(source: Source) -> tuple[str, int]:
+    first = source.cells[0] if source.cells else None
+    if first is None or first.cell_type != "markdown" or not first.source.startswith("# "):
+        fail(source.path, first.line if first else 1, "the first cell is a markdown cell with a '# ' title")
+    return first.source.splitlines()[0][2:].strip(), first.line
+
+
+def check_layout(lesson: str, folder: Path) -> None:
+    if not LESSON_ID.match(lesson):
+        fail(notebooks.display(folder), 1, "a lesson folder is named NN_name (two digits, lowercase)")
+    for name in ("lecture.py", "exercise.py"):
+        if not (folder / name).exists():
+            fail(notebooks.display(folder / name), 1, "every lesson has a lecture.py and an exercise.py")
+
+
+def check_header(lesson: str, lecture: Source, exercise: Source) -> None:
+    settings = lecture.lesson
+    if not isinstance(settings.get("title"), str) or not isinstance(settings.get("gpu"), bool):
+        fail(lecture.path, 1, "the lecture's header sets `lesson:` with `title:` (text) and `gpu:` (true/false)")
+    if exercise.lesson and exercise.lesson != settings:
+        fail(exercise.path, 1, "lesson settings live in the lecture's header only (the exercise follows them)")
+    number = int(LESSON_ID.match(lesson).group("number"))
+    for source, word in ((lecture, "Lesson"), (exercise, "Exercise")):
+        title, line = heading(source)
+        expected = f"{word} {number}: {settings['title']}"
+        if not title.startswith(expected):
+            fail(source.path, line, f"the first heading starts with {expected!r} (from the lecture's header)")
+
+
+def check_lecture(lesson: str, lecture: Source) -> None:
+    for cell in lecture.cells:
+        if cell.role or cell.grade_id or cell.points is not None:
+            fail(lecture.path, cell.line, "graded cells (answer/tests/manual, grade_id, points) belong in exercise.py")
+    pointer = f"exercises/{lesson}/{lesson}.ipynb"
+    last = [c for c in lecture.cells if c.cell_type == "markdown"][-1:]
+    if not last or pointer not in last[0].source:
+        fail(lecture.path, last[0].line if last else 1,
+             f"the lecture ends with a summary that points at the exercise ({pointer})")
+
+
+def check_graded_cells(exercise: Source) -> None:
+    answers: dict[str, int] = {}
+    tested: set[str] = set()
+    manual = 0
+    for cell in exercise.cells:
+        where = (exercise.path, cell.line)
+        if cell.role and not cell.grade_id:
+            fail(*where, f"a {cell.role} cell needs grade_id=\"NAME\"")
+        if cell.role in ("tests", "manual") and (not isinstance(cell.points, int) or cell.points < 1):
+            fail(*where, f"a {cell.role} cell is worth a whole number of points, at least 1 (points=N)")
+        if cell.role != "tests" and cell.role != "manual" and cell.points is not None:
+            fail(*where, "only tests and manual cells carry points")
+        if cell.role in ("answer", "tests") and cell.cell_type != "code":
+            fail(*where, f"a {cell.role} cell is a code cell")
+        if cell.role == "manual" and cell.cell_type != "markdown":
+            fail(*where, "a manual cell is a [markdown] cell")
+        if cell.role is None and cell.grade_id:
+            fail(*where, "grade_id belongs to answer, tests and manual cells")
+        if cell.role == "answer":
+            if "### BEGIN SOLUTION" not in cell.source or "### END SOLUTION" not in cell.source:
+                fail(*where, "an answer cell holds its model answer between ### BEGIN SOLUTION and ### END SOLUTION")
+            answers[cell.grade_id] = cell.line
+        elif cell.role == "tests":
+            answer = cell.grade_id.removeprefix("test_")
+            if not cell.grade_id.startswith("test_") or answer not in answers:
+                fail(*where, "a tests cell is named test_<answer> after an answer cell above it "
+                     f"(answers so far: {', '.join(answers) or 'none'})")
+            if answer in tested:
+                fail(*where, f"{answer} has one tests cell")
+            tested.add(answer)
+            visible, hidden_start, hidden = cell.source.partition("### BEGIN HIDDEN TESTS")
+            if not hidden_start or "### END HIDDEN TESTS" not in hidden:
+                fail(*where, "a tests cell has hidden tests between ### BEGIN HIDDEN TESTS and ### END HIDDEN TESTS")
+            if not re.search(r"^\s*assert\b", visible, re.M):
+                fail(*where, "a tests cell has a visible assert before its hidden tests, so students can check their work")
+        elif cell.role == "manual":
+            manual += 1
+    if not answers:
+        fail(exercise.path, 1, "an exercise has at least one autograded answer cell")
+    untested = [name for name in answers if name not in tested]
+    if untested:
+        fail(exercise.path, answers[untested[0]], f"answer {untested[0]} needs a tests cell test_{untested[0]}")
+    if not manual:
+        fail(exercise.path, 1, "an exercise has at least one manually graded question (manual [markdown] cell)")
+
+
+def check_ids_and_tags(source: Source) -> None:
+    seen: dict[str, int] = {}
+    for cell, cell_id in zip(source.cells, notebooks.cell_ids(source.cells)):
+        if cell_id in seen or cell_id == "colab-badge":
+            fail(source.path, cell.line, f"cell id {cell_id!r} is used twice (first at line {seen.get(cell_id)}); "
+                 "rename the grade_id or the section heading")
+        seen[cell_id] = cell.line
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", cell_id):
+            fail(source.path, cell.line, f"cell id {cell_id!r}: letters, digits, '-' and '_' only (nbformat)")
+        for tag in cell.tags:
+            if not ALLOWED_TAG.match(str(tag)):
+                fail(source.path, cell.line, f"unknown tag {tag!r} (nbval-* or raises-exception)")
+
+
+def check_imports(exercise: Source) -> None:
+    allowed = ALLOWED_IMPORTS | set(sys.stdlib_module_names)
+    for cell in exercise.cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError as error:
+            fail(exercise.path, cell.line + (error.lineno or 0), f"code does not parse: {error.msg}")
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            for name in names:
+                if name.split(".")[0] not in allowed:
+                    fail(exercise.path, cell.line + node.lineno,
+                         f"an exercise imports only torch, numpy, matplotlib and the standard library, not {name}")
+
+
+def check_wrong_answers(lesson: str, exercise: Source) -> None:
+    from tools import cells
+
+    answers = [c.grade_id for c in exercise.cells if c.role == "answer"]
+    fixtures = cells.read_wrong_answers(lesson)
+    where = notebooks.display(cells.WRONG_ANSWERS / f"{lesson}.py")
+    for wrong in fixtures:
+        if wrong.answer_id not in answers:
+            fail(where, wrong.line, f"wrong answer for {wrong.answer_id!r}, which is not an answer of {lesson}")
+    for answer in answers:
+        if sum(w.answer_id == answer for w in fixtures) < 2:
+            fail(where, 1, f"{answer} needs at least two realistic wrong answers (students' real mistakes)")
+
+
+def check_lesson(lesson: str) -> None:
+    folder = notebooks.lessons_dir() / lesson
+    check_layout(lesson, folder)
+    lecture = notebooks.read_source(folder / "lecture.py")
+    exercise = notebooks.read_source(folder / "exercise.py")
+    if "lesson" in lecture.metadata:  # TRANSITION: round-1 sources have no header
+        check_header(lesson, lecture, exercise)
+    check_lecture(lesson, lecture)
+    check_graded_cells(exercise)
+    for source in (lecture, exercise):
+        check_ids_and_tags(source)
+    check_imports(exercise)
+    check_wrong_answers(lesson, exercise)
+
+
+def check(ids: list[str] | None = None) -> None:
+    """Raise RuleError on the first broken rule of the given (default: all) lessons."""
+    for lesson in ids or notebooks.lesson_ids():
+        check_lesson(lesson)
+
+
+def main(argv: list[str]) -> int:
+    try:
+        check(argv or None)
+    except SourceError as error:
+        print(error, file=sys.stderr)
+        return 1
+    print("every course rule holds")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
