@@ -8,7 +8,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PORT ?= 8888
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup lab test exercises notebooks check-env grade feedback report bench clean
+.PHONY: setup system-packages lab test test-fast exercises notebooks check-env grade feedback report bench clean
 
 setup: $(STAMP)
 
@@ -22,13 +22,25 @@ lab: setup
 	mkdir -p .exchange
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)" --port=$(PORT) $(ROOT_FLAG) $(LAB_ARGS)
 
+# The system packages the tests need (browser, sandbox, PostgreSQL, Node.js):
+# installed when root or passwordless sudo allows, else a stop with the command.
+system-packages:
+	@bash tools/system_packages.sh
+
+# The whole check, exactly what CI runs (.ci/run calls this and nothing else).
 # The first pass hides any CUDA device so stored outputs are checked on the CPU;
 # where CUDA exists, nbval then checks the same stored outputs on the GPU.
-test: setup
+test: setup system-packages
 	CUDA_VISIBLE_DEVICES= $(PY) -m pytest
 	@if $(PY) -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then \
 		echo "nbval again, on CUDA"; $(PY) -m pytest -o testpaths="course solutions"; \
 	else echo "nbval on CUDA: not run, no CUDA device on this machine"; fi
+
+# The edit loop's tier (under a minute): rules, sources, wrong answers, units;
+# no kernels, browsers or servers. `make test` stays the whole check.
+FAST_TESTS := tests/test_rules.py tests/test_sources.py tests/test_sanitizer.py tests/test_exercises.py tests/test_units.py
+test-fast: setup
+	$(PY) -m pytest -p no:nbval -o addopts="-n 2 --dist loadscope -p no:cacheprovider" $(FAST_TESTS)
 
 exercises: setup
 	$(PY) -m tools.course exercises

@@ -55,7 +55,8 @@ class Row:
 
 
 def quiet_nbgrader() -> None:
-    """nbgrader 0.9.6 with SQLAlchemy 2.1 warns on every autograde (harmless, see FACTS.md)."""
+    """nbgrader 0.9.6 with SQLAlchemy 2.1 warns on every autograde that a SubmittedAssignment is
+    not in the session; the grade is stored all the same, so the warning is noise."""
     import warnings
 
     warnings.filterwarnings("ignore", message="Object of type <Submitted")
