@@ -1,0 +1,150 @@
+"""Unit tests on tiny in-memory notebooks: the grader's collect and restore
+steps (the repairs every grading path runs), without kernels or nbgrader."""
+import copy
+import json
+
+import nbformat
+import pytest
+
+from grader import collect, restore
+
+
+def _locked(source, grade_id, **extra):
+    meta = {"schema_version": 3, "grade_id": grade_id, "locked": True, "solution": False, "grade": False, **extra}
+    return {"source": source, "nbgrader": meta}
+
+
+def released_notebook():
+    """A released exercise in miniature: instructions, an answer, its tests."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    specs = [("markdown", _locked("# Exercise", "intro")),
+             ("code", {"source": "def f():\n    # YOUR CODE HERE\n    raise NotImplementedError()",
+                       "nbgrader": {"schema_version": 3, "grade_id": "f", "locked": False,
+                                    "solution": True, "grade": False}}),
+             ("code", _locked("assert f() == 1, 'f() should return 1.'", "test_f", grade=True, points=2))]
+    for kind, spec in specs:
+        maker = nbformat.v4.new_markdown_cell if kind == "markdown" else nbformat.v4.new_code_cell
+        cell = maker(spec["source"])
+        cell.metadata["nbgrader"] = spec["nbgrader"]
+        nb.cells.append(cell)
+    return nb
+
+
+def answered(nb=None):
+    nb = copy.deepcopy(nb or released_notebook())
+    nb.cells[1].source = "def f():\n    return 1"
+    return nb
+
+
+def _sources(nb):
+    return [c.source for c in nb.cells]
+
+
+# --- restore -------------------------------------------------------------------
+
+def test_an_untouched_answered_notebook_is_restored_without_notes():
+    restored, notes = restore.restore(answered(), released_notebook())
+    assert notes == []
+    assert _sources(restored) == _sources(answered())
+
+
+def test_edited_tests_come_back_and_the_answer_stays():
+    nb = answered()
+    nb.cells[2].source = "assert True"
+    restored, notes = restore.restore(nb, released_notebook())
+    assert restored.cells[2].source == released_notebook().cells[2].source
+    assert restored.cells[1].source == "def f():\n    return 1"
+    assert notes == ["test_f: read-only cell was edited, restored"]
+
+
+def test_deleted_tests_come_back():
+    nb = answered()
+    del nb.cells[2]
+    restored, notes = restore.restore(nb, released_notebook())
+    assert _sources(restored) == _sources(answered())
+    assert notes == ["test_f: deleted, restored as released"]
+
+
+def test_reordered_cells_are_put_back_in_released_order():
+    nb = answered()
+    nb.cells = [nb.cells[2], nb.cells[0], nb.cells[1]]
+    restored, notes = restore.restore(nb, released_notebook())
+    assert _sources(restored) == _sources(answered())
+    assert "cells were out of the released order: put back in order" in notes
+
+
+def test_stripped_metadata_is_matched_by_content_and_the_answer_found_between_neighbours():
+    nb = answered()
+    for cell in nb.cells:
+        cell.metadata = {}
+    restored, notes = restore.restore(nb, released_notebook())
+    assert [c.metadata["nbgrader"]["grade_id"] for c in restored.cells] == ["intro", "f", "test_f"]
+    assert restored.cells[1].source == "def f():\n    return 1"
+    assert any("matched to the released cells by content" in n for n in notes)
+
+
+def test_changed_points_and_kernel_are_set_back():
+    nb = answered()
+    nb.cells[2].metadata["nbgrader"]["points"] = 100
+    nb.metadata["kernelspec"] = {"name": "ir", "display_name": "R"}
+    restored, notes = restore.restore(nb, released_notebook())
+    assert restored.cells[2].metadata["nbgrader"]["points"] == 2
+    assert restored.metadata["kernelspec"]["name"] == "python3"
+    assert "test_f: points changed to 100, restored" in notes
+    assert "kernel changed to 'ir', set back to python3" in notes
+
+
+def test_a_retyped_answer_is_changed_back_and_student_cells_stay_ungraded():
+    nb = answered()
+    nb.cells[1] = nbformat.v4.new_markdown_cell(nb.cells[1].source, metadata=nb.cells[1].metadata)
+    nb.cells.insert(2, nbformat.v4.new_code_cell("print('scratch')"))
+    restored, notes = restore.restore(nb, released_notebook())
+    assert restored.cells[1].cell_type == "code"
+    assert "f: cell type changed to markdown, changed back" in notes
+    assert restored.cells[2].source == "print('scratch')" and "nbgrader" not in restored.cells[2].metadata
+    ids = [c.id for c in restored.cells]
+    assert len(ids) == len(set(ids)), "restored cell ids are unique"
+
+
+# --- collect -------------------------------------------------------------------
+
+@pytest.mark.parametrize("raw, reason", [
+    (b"", "empty file"),
+    (b"\x89PNG\r\n\x1a\n\x00\xff", "binary file"),
+    (b'{"cells": [', "not valid JSON"),
+    (b'{"name": "not a notebook"}', "JSON but not a Jupyter notebook"),
+])
+def test_unreadable_files_get_a_reason(tmp_path, raw, reason):
+    path = tmp_path / "x.ipynb"
+    path.write_bytes(raw)
+    nb, problem, _ = collect.read_notebook(path)
+    assert nb is None and reason in problem
+
+
+def test_an_nbformat_3_notebook_is_converted_and_noted(tmp_path):
+    path = tmp_path / "old.ipynb"
+    path.write_text(nbformat.writes(nbformat.convert(answered(), 3)))
+    nb, problem, notes = collect.read_notebook(path)
+    assert problem is None and nb.nbformat == 4 and notes == ["converted from nbformat 3"]
+
+
+def test_safe_ids_are_unique_and_usable_as_folder_names():
+    taken = set()
+    first, second = collect.safe_id("José María/..", taken), collect.safe_id("josé maría/..", taken)
+    assert first != second and "/" not in first + second and not first.startswith(".")
+
+
+def test_collect_gives_every_entry_a_submission(tmp_path):
+    nbformat.write(answered(), tmp_path / "ana.ipynb")
+    (tmp_path / "ben.ipynb").write_text("")
+    (tmp_path / "cai").mkdir()
+    nbformat.write(answered(), tmp_path / "cai" / "untitled.ipynb")
+    nbformat.write(answered(), tmp_path / "cai" / "A.ipynb")
+    (tmp_path / "dee").mkdir()
+    (tmp_path / ".DS_Store").write_text(json.dumps({}))
+    found = {s.student: s for s in collect.collect(tmp_path, "A")}
+    assert sorted(found) == ["ana", "ben", "cai", "dee"]
+    assert found["ana"].problem is None and found["ben"].problem == "empty file"
+    assert found["cai"].source.name == "A.ipynb" and "2 files" in found["cai"].notes[0]
+    assert found["dee"].problem == "no notebook in the folder"
