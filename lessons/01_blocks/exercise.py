@@ -27,8 +27,10 @@ _ = torch.manual_seed(0)  # the same random examples on every run
 # are the children's names (`'hidden.weight'` in the `state_dict`).
 #
 # The children must be *registered* so that `parameters()`, `state_dict()`,
-# `.to()` and `print` see them. `net[i]` returns the `i`-th child and `len(net)`
-# counts them.
+# `.to()` and `print` see them. `net[i]` returns the module at position `i` and
+# `len(net)` counts the positions. As in `nn.Sequential`, a module passed twice
+# (`MySequential(lin, act, lin2, act)`) sits at both positions and is applied
+# both times.
 
 # %% answer id=MySequential
 class MySequential(nn.Module):
@@ -45,14 +47,15 @@ class MySequential(nn.Module):
 
     def forward(self, X):
         ### BEGIN SOLUTION
-        for module in self.children():
+        # Not self.children(): it yields a module passed twice only once.
+        for module in self._modules.values():
             X = module(X)
         return X
         ### END SOLUTION
 
     def __getitem__(self, i):
         ### BEGIN SOLUTION
-        return list(self.children())[i]
+        return list(self._modules.values())[i]
         ### END SOLUTION
 
     def __len__(self):
@@ -76,6 +79,16 @@ _named = MySequential(OrderedDict([("hidden", nn.Linear(6, 5)), ("act", nn.ReLU(
 assert "hidden.weight" in _named.state_dict(), \
     "With an OrderedDict, the children should be registered under its keys ('hidden.weight' is missing)."
 assert _named(_X).shape == (4, 3), "forward on an OrderedDict-built net should give the last layer's output shape."
+
+_double = nn.Linear(1, 1)  # doubles its input
+with torch.no_grad():
+    _double.weight.fill_(2.0)
+    _double.bias.zero_()
+_twice = MySequential(_double, _double)
+assert _twice(torch.ones(1, 1)).item() == 4.0, \
+    "A module passed twice should be applied twice (1 -> 2 -> 4): does forward loop over children(), which yields each module object only once?"
+assert len(_twice) == 2 and _twice[1] is _double, \
+    "len(net) and net[i] should count and index positions, a module passed twice included."
 ### BEGIN HIDDEN TESTS
 torch.manual_seed(2)
 _a, _b = nn.Linear(3, 3), nn.Linear(3, 3)
@@ -95,6 +108,13 @@ assert "Linear" in repr(MySequential(nn.Linear(2, 2))), \
 _single = nn.Linear(2, 2)
 assert MySequential(_single)[0] is _single and len(MySequential(_single)) == 1, \
     "A single module passed positionally should be the only child."
+_lin, _act = nn.Linear(3, 3), nn.Tanh()
+_repeated = MySequential(_lin, _act, _lin, _act)
+assert torch.equal(_repeated(_Y), torch.tanh(_lin(torch.tanh(_lin(_Y))))), \
+    "Modules passed twice should be applied at every position they were passed: loop over the registered positions, not children()."
+assert len(_repeated) == 4 and [_repeated[i] for i in range(4)] == [_lin, _act, _lin, _act], \
+    "len(net) and net[i] should agree with the positions the modules were passed at."
+assert len(list(_repeated.parameters())) == 2, "A module passed twice still has one set of parameters."
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -195,10 +215,11 @@ assert all(_big[i].weight.abs().sum() > 0 for i in range(1, 6)), \
 #   `state_dict` and follows `.to()`, but it is not a parameter and is never trained;
 # - one `nn.Linear(in_features, in_features)`, used **twice** in `forward`.
 #
-# `forward(X)`: apply the linear layer; multiply by the constant weight, add 1
-# and apply ReLU; apply the *same* linear layer again; then, while the sum of
-# absolute values is greater than 1, halve it; return the sum of all entries
-# (a scalar).
+# `forward(X)`: apply the linear layer; compute `X @ W` with the constant weight
+# `W` (a matrix product, the weight on the right; note that `F.linear(X, W)`
+# would compute `X @ W.T` instead), add 1 and apply ReLU; apply the *same*
+# linear layer again; then, while the sum of absolute values is greater than 1,
+# halve it; return the sum of all entries (a scalar).
 
 # %% answer id=FixedHiddenMLP
 class FixedHiddenMLP(nn.Module):
@@ -220,6 +241,32 @@ class FixedHiddenMLP(nn.Module):
         ### END SOLUTION
 
 # %% tests id=test_FixedHiddenMLP points=3
+torch.manual_seed(5)
+_net = FixedHiddenMLP()
+_X = torch.rand(2, 20)
+assert len(list(_net.buffers())) == 1 and list(_net.buffers())[0].shape == (20, 20), \
+    "Expected one (20, 20) buffer: register the constant weight with register_buffer."
+assert len(list(_net.parameters())) == 2, \
+    "Only the linear layer's weight and bias should be parameters: is the constant an nn.Parameter, or are there two linear layers?"
+_y = _net(_X)
+assert _y.dim() == 0, f"forward should return a scalar (0-dim tensor), got shape {tuple(_y.shape)}."
+assert abs(_y.item()) <= 1 + 1e-6, "After the loop the absolute sum is at most 1: is the while-loop there?"
+
+# A case worked out by hand: in_features=2, the linear layer is the identity and
+# W = [[0, 1], [0, 0]]. For X = [[3, 0]]: X @ W = [0, 3]; +1 and ReLU give [1, 4];
+# the identity keeps [1, 4]; halving three times gives [0.125, 0.5]; the sum is 0.625.
+_small = FixedHiddenMLP(2)
+(_weight,) = list(_small.buffers())
+(_linear,) = [m for m in _small.modules() if isinstance(m, nn.Linear)]
+with torch.no_grad():
+    _weight.copy_(torch.tensor([[0.0, 1.0], [0.0, 0.0]]))
+    _linear.weight.copy_(torch.eye(2))
+    _linear.bias.zero_()
+_hand = _small(torch.tensor([[3.0, 0.0]])).item()
+assert _hand != 1.0, "The constant weight is applied as X @ W.T (F.linear(X, W) does that): use X @ W."
+assert abs(_hand - 0.625) < 1e-6, \
+    f"For the worked example the output should be 0.625, got {_hand}: check the order linear -> X @ W + 1 -> relu -> same linear -> halve -> sum."
+### BEGIN HIDDEN TESTS
 def _reference(net, X):
     """The expected output, computed from the net's own buffer and linear layer."""
     (weight,) = list(net.buffers())
@@ -230,18 +277,7 @@ def _reference(net, X):
         X = X / 2
     return X.sum()
 
-torch.manual_seed(5)
-_net = FixedHiddenMLP()
-_X = torch.rand(2, 20)
-assert len(list(_net.buffers())) == 1 and list(_net.buffers())[0].shape == (20, 20), \
-    "Expected one (20, 20) buffer: register the constant weight with register_buffer."
-assert len(list(_net.parameters())) == 2, \
-    "Only the linear layer's weight and bias should be parameters: is the constant an nn.Parameter, or are there two linear layers?"
-_y = _net(_X)
-assert _y.dim() == 0, f"forward should return a scalar (0-dim tensor), got shape {tuple(_y.shape)}."
-assert torch.allclose(_y, _reference(_net, _X)), \
-    "The output differs from linear -> (@ weight + 1, relu) -> same linear -> halve while abs-sum > 1 -> sum."
-### BEGIN HIDDEN TESTS
+assert torch.allclose(_net(_X), _reference(_net, _X)), "The output differs from the specified computation."
 torch.manual_seed(6)
 _net = FixedHiddenMLP(7)
 _X = torch.rand(3, 7) * 10

@@ -8,7 +8,6 @@
 
 # %%
 from collections import OrderedDict
-import time
 
 import matplotlib.pyplot as plt
 import torch
@@ -60,7 +59,9 @@ mlp(X).shape
 # %% [markdown]
 # ## How children are registered
 #
-# Assigning an `nn.Module` to an attribute calls `add_module` behind the scenes.
+# Assigning an `nn.Module` to an attribute registers it: `nn.Module.__setattr__`
+# sees a module and stores it in the block's `_modules` dictionary under the
+# attribute's name. It does not call `add_module`, but the effect is the same.
 # `children()` yields the direct children; `named_children()` yields them with
 # their names.
 
@@ -81,8 +82,12 @@ for i in range(3):
 # %% [markdown]
 # ## A sequential container from scratch
 #
-# A container is just a block whose `forward` loops over its children. This one
-# takes modules positionally or as one `OrderedDict` of named modules.
+# A container is just a block whose `forward` runs its registered modules in
+# order. This one takes modules positionally or as one `OrderedDict` of named
+# modules. It loops over `self._modules.values()`, as `nn.Sequential` does, and
+# not over `self.children()`: `children()` yields each module *object* once, so
+# a module registered twice (the same activation passed at two positions)
+# would be skipped the second time.
 
 # %%
 class TinySequential(nn.Module):
@@ -96,15 +101,44 @@ class TinySequential(nn.Module):
             self.add_module(name, module)
 
     def forward(self, X):
-        for module in self.children():
+        for module in self._modules.values():
             X = module(X)
         return X
+
+    def __len__(self):
+        return len(self._modules)
 
 
 torch.manual_seed(0)
 seq = TinySequential(OrderedDict(hidden=nn.Linear(20, 256), act=nn.ReLU(), out=nn.Linear(256, 10)))
 print(seq(X).shape)
 print(list(seq.state_dict())[:2])
+
+# %% [markdown]
+# Pass the same module twice and the difference shows. Here one `Linear` layer
+# that adds 1 is used at two positions, so the input should grow by 2.
+# `children()` sees the layer once; `_modules` holds both positions.
+
+# %%
+add_one = nn.Linear(1, 1)
+with torch.no_grad():
+    add_one.weight.fill_(1.0)
+    add_one.bias.fill_(1.0)
+
+
+class ChildrenLoop(TinySequential):
+    def forward(self, X):
+        for module in self.children():  # the mistake: each module object once
+            X = module(X)
+        return X
+
+
+zero = torch.zeros(1, 1)
+twice = TinySequential(add_one, add_one)
+print("registered positions:", len(twice), "| children():", len(list(twice.children())))
+print("loop over _modules:", twice(zero).item(),
+      "| loop over children():", ChildrenLoop(add_one, add_one)(zero).item(),
+      "| nn.Sequential:", nn.Sequential(add_one, add_one)(zero).item())
 
 # %% [markdown]
 # ## Lists and dicts of modules
@@ -205,16 +239,19 @@ print(chimera)
 # Every module call and every tensor operation passes through Python. For big
 # tensors that overhead is invisible; for many tiny ones it dominates. Below,
 # the same arithmetic is done as `n` separate small matrix products and as one
-# batched product. (Timings vary by machine, so this cell's output is not
-# compared; the assertion says what must hold everywhere.)
+# batched product. Timing uses `torch.utils.benchmark.Timer`, which repeats a
+# statement until the measurement is stable; we keep the fastest block, the
+# run least disturbed by whatever else the machine is doing. (Timings vary by
+# machine, so the plot's cell output is not compared.)
 
 # %%
-def seconds(fn, repeats=5):
-    fn()  # warm-up
-    start = time.perf_counter()
-    for _ in range(repeats):
-        fn()
-    return (time.perf_counter() - start) / repeats
+from torch.utils import benchmark
+
+
+def seconds(stmt, **names):
+    """Seconds per run of `stmt`: the fastest of the benchmark timer's blocks."""
+    measurement = benchmark.Timer(stmt=stmt, globals=names).blocked_autorange(min_run_time=0.05)
+    return min(measurement.times)
 
 
 torch.manual_seed(0)
@@ -222,20 +259,24 @@ sizes = [16, 64, 256, 1024]
 loop_times, batch_times = [], []
 for n in sizes:
     A, B = torch.randn(n, 8, 8), torch.randn(n, 8, 8)
-    loop_times.append(seconds(lambda: [A[i] @ B[i] for i in range(n)]))
-    batch_times.append(seconds(lambda: torch.bmm(A, B)))
     assert torch.allclose(torch.stack([A[i] @ B[i] for i in range(n)]), torch.bmm(A, B), atol=1e-6)
+    loop_times.append(seconds("[A[i] @ B[i] for i in range(n)]", A=A, B=B, n=n))
+    batch_times.append(seconds("torch.bmm(A, B)", A=A, B=B, torch=torch))
 
-# %% tags=nbval-ignore-output
+# %% tags=["nbval-ignore-output"]
 fig, ax = plt.subplots()
 ax.loglog(sizes, [t * 1e3 for t in loop_times], "o-", label="n separate 8x8 products (Python loop)")
 ax.loglog(sizes, [t * 1e3 for t in batch_times], "s-", label="one batched product (torch.bmm)")
 ax.set_title("Many tiny operations vs one batched operation (CPU)")
 ax.set_xlabel("number of 8x8 matrix products n")
-ax.set_ylabel("time per call (ms)")
+ax.set_ylabel("time per call (ms, fastest block)")
 ax.legend()
 plt.show()
-print(f"at n={sizes[-1]}: the loop takes {loop_times[-1] / batch_times[-1]:.1f} times as long as one batched call")
+ratio = loop_times[-1] / batch_times[-1]
+if ratio > 1:
+    print(f"at n={sizes[-1]}: the loop takes {ratio:.0f} times as long as one batched call")
+else:  # never seen, but a printed claim must not contradict the measurement
+    print(f"at n={sizes[-1]}: the timings were too disturbed to compare; run the cell again")
 
 # %% [markdown]
 # ## Summary
@@ -244,6 +285,8 @@ print(f"at n={sizes[-1]}: the loop takes {loop_times[-1] / batch_times[-1]:.1f} 
 #   `net(X)`, which runs `forward` through `__call__`.
 # - Children are registered by attribute assignment or `add_module`; use
 #   `nn.ModuleList`/`nn.ModuleDict`, never plain lists or dicts of modules.
+# - A container runs every registered position (`_modules.values()`), not
+#   `children()`, which yields a module passed twice only once.
 # - `forward` is Python: reuse a layer to share weights, loop, branch.
 # - Constants that belong to the model are buffers (`register_buffer`).
 # - Batch small operations: Python overhead per call is paid every time.

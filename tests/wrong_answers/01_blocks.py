@@ -199,3 +199,40 @@ class FixedHiddenMLP(nn.Module):
         while X.abs().sum() > 1:
             X = X / 2
         return X.sum()
+
+# %% wrong id=MySequential -- loops over children(), so a module passed twice runs once
+class MySequential(nn.Module):
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            named = modules[0].items()
+        else:
+            named = ((str(i), module) for i, module in enumerate(modules))
+        for name, module in named:
+            self.add_module(name, module)
+
+    def forward(self, X):
+        for module in self.children():
+            X = module(X)
+        return X
+
+    def __getitem__(self, i):
+        return list(self.children())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+# %% wrong id=FixedHiddenMLP -- multiplies by the constant with F.linear, which is X @ W.T
+class FixedHiddenMLP(nn.Module):
+    def __init__(self, in_features=20):
+        super().__init__()
+        self.register_buffer("rand_weight", torch.rand(in_features, in_features))
+        self.linear = nn.Linear(in_features, in_features)
+
+    def forward(self, X):
+        X = self.linear(X)
+        X = F.relu(F.linear(X, self.rand_weight) + 1)
+        X = self.linear(X)
+        while X.abs().sum() > 1:
+            X = X / 2
+        return X.sum()
