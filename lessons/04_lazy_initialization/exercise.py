@@ -1,7 +1,7 @@
 # %% [markdown]
 # # Exercise 4: Lazy initialization
 #
-# Three small tools for working with lazy layers, and one question to answer.
+# Three small tools for working with lazy layers, and two questions to answer.
 # Write your code where it says `YOUR CODE HERE` (delete the
 # `raise NotImplementedError()` line), then run the test cell under it: silence
 # means the visible checks pass. When grading, more checks of the same behaviour
@@ -74,18 +74,30 @@ assert isinstance(_result, bool), f"Return a plain bool, not {type(_result).__na
 # Write `apply_init(net, example_input, init_fn=None)`:
 #
 # 1. materialize every lazy parameter with a dry forward pass of `example_input`
-#    through `net`, **without recording gradients**;
+#    through `net`, **without recording gradients** and **in eval mode**, so that
+#    BatchNorm layers neither update their running statistics nor reject a batch
+#    of one; afterwards every submodule is back in the training mode it had
+#    before (a net in `train()` stays in `train()`, one in `eval()` stays in
+#    `eval()`);
 # 2. then, if `init_fn` is given, apply it to every submodule with `net.apply`;
 # 3. return `net`.
 #
-# After it, the network must train normally: a later forward pass with
-# gradients and `backward()` has to work.
+# Call the network as `net(example_input)`: lazy layers fill in their shapes in
+# a hook that `net.forward(...)` would skip. After `apply_init` the network must
+# train normally: a later forward pass with gradients and `backward()` has to
+# work.
 
 # %% answer id=apply_init
 def apply_init(net, example_input, init_fn=None):
     ### BEGIN SOLUTION
-    with torch.no_grad():
-        net(example_input)
+    modes = {module: module.training for module in net.modules()}
+    net.eval()
+    try:
+        with torch.no_grad():
+            net(example_input)
+    finally:
+        for module, training in modes.items():
+            module.train(training)
     if init_fn is not None:
         net.apply(init_fn)
     return net
@@ -118,8 +130,29 @@ _grad_modes = []
 _net = nn.Sequential(nn.LazyLinear(4), nn.ReLU(), nn.LazyLinear(1))
 _net.register_forward_hook(lambda module, args, output: _grad_modes.append(torch.is_grad_enabled()))
 apply_init(_net, torch.zeros(1, 6))
-assert _grad_modes and not any(_grad_modes), \
-    "The dry run recorded gradients: wrap the forward pass in torch.no_grad()."
+assert _grad_modes, \
+    "The network's own forward hooks never ran: call net(example_input), not net.forward(example_input), which skips hooks."
+assert not any(_grad_modes), "The dry run recorded gradients: wrap the forward pass in torch.no_grad()."
+
+_bn = nn.Sequential(nn.LazyLinear(4), nn.LazyBatchNorm1d(), nn.ReLU(), nn.LazyLinear(1))
+apply_init(_bn, torch.randn(1, 6) + 5)  # a batch of one, far from zero mean
+assert int(_bn[1].num_batches_tracked) == 0 and bool((_bn[1].running_mean == 0).all()), \
+    "The dry run changed BatchNorm's running statistics: run it in eval mode (net.eval()), no_grad alone does not stop them."
+assert _bn.training and _bn[1].training, \
+    "The network was in training mode before apply_init and should be again afterwards: restore the mode."
+
+# The net still trains: a few SGD steps on a fixed batch lower the loss.
+torch.manual_seed(3)
+_X, _y = torch.randn(16, 6), torch.randn(16, 1)
+_optimizer = torch.optim.SGD(_bn.parameters(), lr=0.05)
+_losses = []
+for _ in range(5):
+    _optimizer.zero_grad()
+    _loss = nn.functional.mse_loss(_bn(_X), _y)
+    _loss.backward()
+    _optimizer.step()
+    _losses.append(_loss.item())
+assert _losses[-1] < _losses[0], "After apply_init the network should still train (the loss did not go down)."
 ### BEGIN HIDDEN TESTS
 torch.manual_seed(7)
 _net = apply_init(nn.Sequential(nn.LazyLinear(4), nn.ReLU(), nn.LazyLinear(1)), torch.zeros(1, 6))
@@ -150,6 +183,26 @@ assert bool((_sized[2].weight == 1).all()), "init_fn should also work on a netwo
 
 _wide = apply_init(nn.Sequential(nn.LazyLinear(2)), torch.zeros(3, 7, 11))
 assert _wide[0].weight.shape == (2, 11), "Extra leading dimensions in example_input should be allowed."
+
+_frozen = nn.Sequential(nn.LazyLinear(3), nn.LazyBatchNorm1d()).eval()
+apply_init(_frozen, torch.randn(4, 2))
+assert not _frozen.training and not _frozen[1].training, \
+    "A network in eval mode should stay in eval mode: restore the mode it had, do not call net.train()."
+_mixed = nn.Sequential(nn.LazyLinear(3), nn.LazyBatchNorm1d(), nn.Dropout(0.5))
+_mixed[1].eval()  # e.g. BatchNorm statistics frozen for fine-tuning
+apply_init(_mixed, torch.randn(4, 2))
+assert _mixed.training and not _mixed[1].training and _mixed[2].training, \
+    "Each submodule should get back its own mode (here BatchNorm was in eval, the rest in train)."
+_stats = nn.Sequential(nn.LazyLinear(3), nn.LazyBatchNorm1d())
+apply_init(_stats, torch.randn(8, 2) * 3 + 1)
+assert bool((_stats[1].running_var == 1).all()) and int(_stats[1].num_batches_tracked) == 0, \
+    "BatchNorm's running statistics should be untouched by the dry run, for any batch size."
+_failing = nn.Sequential(nn.LazyLinear(3), nn.Linear(5, 1))  # widths do not fit: the dry run fails
+try:
+    apply_init(_failing, torch.zeros(2, 4))
+except RuntimeError:
+    pass
+assert _failing.training, "Even when the dry run fails, the network should get its training mode back (use try/finally)."
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -234,10 +287,31 @@ assert infer_shapes(nn.ReLU(), (2, 2)) == [], "A module without parameters shoul
 # failed pass may already have materialized the layers before the error.
 
 # %% [markdown]
+# ## 5. Inputs of varying dimensionality
+#
+# A net `nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(2))` is dry-run
+# with a batch of shape `(4, 10)`. Afterwards it receives inputs of shape
+# `(3, 7, 10)`, `(4, 12)` and `(10,)`. Which work, what are the output shapes,
+# and why? What would you do if the feature size really varies from sample to
+# sample (sentences of different lengths, images of different sizes)?
+
+# %% manual [markdown] grade_id="varying_dims_answer" points=1
+# `nn.Linear` acts on the last dimension only and treats every leading dimension
+# as batch, so `(3, 7, 10)` works and gives `(3, 7, 2)`, and `(10,)` works as a
+# single unbatched sample and gives `(2,)`. `(4, 12)` fails with a shape error:
+# the dry run fixed the first weight at `(8, 10)`, and lazy layers never adapt
+# again. When the feature size varies, make it fixed before the first lazy or
+# linear layer: pad or truncate sequences to one length (or pool over the
+# sequence, e.g. a mean over time), and resize images or use adaptive pooling
+# (`nn.AdaptiveAvgPool2d`) so the flattened width no longer depends on the input
+# size.
+
+# %% [markdown]
 # ## Summary
 #
 # - Lazy parameters are `UninitializedParameter` placeholders until a forward
 #   pass (or a loaded `state_dict`) gives them a shape.
-# - Materialize with a dry run under `torch.no_grad()`, then initialize with
-#   `net.apply`.
+# - Materialize with a dry run under `torch.no_grad()` **in eval mode** (BatchNorm
+#   statistics stay untouched, a batch of one is fine), restore the training
+#   mode, then initialize with `net.apply`.
 # - Shapes come from the data: check them once after the dry run.

@@ -165,28 +165,72 @@ except ValueError as error:
 # ## The dry run
 #
 # The fix is to give the layers their shapes first: pass one example batch
-# through the network, a *dry run*. Only the trailing sizes matter, so a single
-# row of zeros is enough. We are not training, so we switch off gradient
-# recording for it, and only then apply the initializer.
+# through the network, a *dry run*, and only then apply the initializer. Only
+# the trailing sizes matter, so a small batch of zeros will do. Two details
+# make the dry run safe for any network:
+#
+# - `torch.no_grad()`: we are not training, so no graph is recorded;
+# - `net.eval()`: some layers behave differently in training mode. BatchNorm
+#   updates its running statistics on every training-mode forward pass, and
+#   `no_grad` does **not** stop that (the statistics are buffers, not
+#   gradients); it also refuses a batch of one in training mode. In eval mode
+#   it only reads its statistics.
+#
+# Afterwards every submodule gets back the mode it had, even if the dry run
+# fails.
 
 # %%
 def materialize(net, example_input):
-    """Run one batch through `net` so that every lazy layer gets its shape."""
-    with torch.no_grad():
-        net(example_input)
+    """Run one batch through `net` in eval mode without recording gradients, so
+    that every lazy layer gets its shape; each submodule's mode is restored."""
+    modes = {module: module.training for module in net.modules()}
+    net.eval()
+    try:
+        with torch.no_grad():
+            net(example_input)
+    finally:
+        for module, training in modes.items():
+            module.train(training)
     return net
 
 torch.manual_seed(0)
 lazy_net = nn.Sequential(nn.LazyLinear(256), nn.ReLU(), nn.LazyLinear(10))
-materialize(lazy_net, torch.zeros(1, 20))
+materialize(lazy_net, torch.zeros(2, 20))
 lazy_net.apply(init_normal)
 std = lazy_net[0].weight.std().item()
 print(f"std of the first weight: {std:.3f} (we asked for 0.010)")
 print("bias all zero:", bool((lazy_net[0].bias == 0).all()))
 
 # %% [markdown]
-# A dry run under `torch.no_grad()` leaves no trace for the optimizer: no
-# gradients, and the weights can be trained as usual afterwards.
+# Why eval mode? Here is the naive dry run, in training mode, on a network with
+# BatchNorm. A batch of one fails outright, and a larger batch quietly moves
+# the running statistics although no gradient was recorded.
+
+# %%
+def bn_net():
+    return nn.Sequential(nn.LazyLinear(4), nn.LazyBatchNorm1d(), nn.ReLU(), nn.LazyLinear(1))
+
+try:
+    with torch.no_grad():
+        bn_net()(torch.zeros(1, 6))
+except ValueError as error:
+    print("train mode, batch of one:", type(error).__name__ + ":", str(error).split(",")[0])
+
+torch.manual_seed(0)
+naive = bn_net()
+with torch.no_grad():
+    naive(torch.randn(8, 6) + 5)
+print("train mode under no_grad: batches tracked =", int(naive[1].num_batches_tracked),
+      "| running mean moved:", bool((naive[1].running_mean != 0).any()))
+
+careful = materialize(bn_net(), torch.randn(1, 6) + 5)
+print("materialize (eval mode):   batches tracked =", int(careful[1].num_batches_tracked),
+      "| running mean moved:", bool((careful[1].running_mean != 0).any()),
+      "| back in training mode:", careful.training and careful[1].training)
+
+# %% [markdown]
+# In eval mode under `torch.no_grad()` the dry run leaves no trace: no gradients,
+# no statistics, and the weights train as usual afterwards.
 
 # %%
 print("any gradient stored:", any(p.grad is not None for p in lazy_net.parameters()))
@@ -224,6 +268,25 @@ print(mixed)
 mixed = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.LazyLinear(10))
 materialize(mixed, torch.zeros(1, 20))
 print(mixed[2])
+
+# %% [markdown]
+# One caveat, which PyTorch's documentation states for lazy modules: they are
+# initialized *after* the sized ones. A sized layer draws its random weights
+# when it is built; a lazy layer draws them at the dry run, later. So the same
+# seed gives a lazy network other weights than its sized twin, in the lazy
+# layers and in the sized ones after them. Seed-for-seed reproducibility holds
+# between runs of the same code, not between a lazy model and a sized rewrite.
+
+# %%
+torch.manual_seed(0)
+lazy_first = materialize(nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.Linear(8, 2)), torch.zeros(1, 4))
+torch.manual_seed(0)
+sized_twin = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+torch.manual_seed(0)
+drawn_first = nn.Linear(8, 2)
+print("first layers equal:", torch.equal(lazy_first[0].weight, sized_twin[0].weight))
+print("last layers equal: ", torch.equal(lazy_first[2].weight, sized_twin[2].weight))
+print("the lazy net's sized layer got the seed's first draw:", torch.equal(lazy_first[2].weight, drawn_first.weight))
 
 # %% [markdown]
 # ## When the shapes do not fit
@@ -304,9 +367,16 @@ for size in [28, 32, 64]:
 # %% [markdown]
 # ## Lazy layers and devices
 #
-# A lazy network can be moved to a device before its dry run; the weights are
-# created where the example input lives. The helper below picks a GPU if there
-# is one (CUDA or Apple MPS) and the CPU otherwise.
+# Where do the weights appear? Not where the example input lives: a lazy
+# layer's placeholder already has a device and a dtype (the CPU and float32 by
+# default, or whatever `.to()` set), and materializing creates the real tensor
+# with those. So the order matters: **move the network first, then do the dry
+# run** with an input on the same device (`net.to(device, dtype)`).
+#
+# The helper below picks a GPU if there is one (CUDA or Apple MPS) and the CPU
+# otherwise. On a CPU-only machine we stand in for "another device" with
+# PyTorch's `meta` device (tensors with shapes but no data), which makes the
+# wrong order fail in the same way.
 
 # %%
 def try_gpu(i=0):
@@ -318,11 +388,36 @@ def try_gpu(i=0):
     return torch.device("cpu")
 
 device = try_gpu()
-example = torch.zeros(1, 20).to(device)
-on_device = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(2)).to(device)
-materialize(on_device, example)
-print("weights live with the input:", on_device[0].weight.device == example.device)
-print("shape:", tuple(on_device[0].weight.shape))
+other = device if device.type != "cpu" else torch.device("meta")
+
+# The wrong order: the net stays on the CPU, the example batch lives elsewhere.
+wrong_order = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(2))
+try:
+    materialize(wrong_order, torch.zeros(2, 20, device=other))
+except RuntimeError as error:
+    assert "device" in str(error)
+    print("dry run with the input on another device: RuntimeError (tensors on different devices)")
+print("the first weight was created on the net's own device, the CPU:", wrong_order[0].weight.device.type == "cpu")
+
+# The right order: move the (still lazy) network, then the dry run. (A `meta`
+# network cannot materialize real weights, so here the CPU stands in for the
+# GPU when there is none.)
+right_order = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(2)).to(device)
+materialize(right_order, torch.zeros(2, 20, device=device))
+print("moved first: weights on the input's device:", right_order[0].weight.device.type == device.type)
+print("shape:", tuple(right_order[0].weight.shape))
+
+# %% [markdown]
+# The dtype follows the same rule: a float32 lazy net fed float64 data creates
+# float32 weights and then fails; `.to(torch.float64)` first works.
+
+# %%
+try:
+    materialize(nn.Sequential(nn.LazyLinear(3)), torch.zeros(2, 5, dtype=torch.float64))
+except RuntimeError as error:
+    print("float64 input, float32 net:", type(error).__name__ + ":", str(error).split(",")[0])
+double_net = materialize(nn.Sequential(nn.LazyLinear(3)).to(torch.float64), torch.zeros(2, 5, dtype=torch.float64))
+print("moved to float64 first:", double_net[0].weight.dtype)
 
 # %% [markdown]
 # ## Summary
@@ -334,8 +429,14 @@ print("shape:", tuple(on_device[0].weight.shape))
 # - After materialization the module becomes the plain layer (`nn.Linear`), so
 #   an initializer keyed on `type(m) == nn.Linear` silently skips lazy layers,
 #   and one keyed on `isinstance` fails on the placeholders.
-# - Do a dry run (one example batch under `torch.no_grad()`) first, then
-#   initialize.
+# - Do a dry run first, then initialize: one small example batch under
+#   `torch.no_grad()` in **eval mode** (a train-mode dry run moves BatchNorm's
+#   running statistics even under `no_grad`, and a batch of one fails there),
+#   restoring each submodule's mode afterwards.
+# - Lazy weights are created on the network's own device and dtype, not the
+#   input's: `.to(device, dtype)` first, then the dry run.
+# - Lazy layers are initialized after sized ones, so the same seed gives other
+#   weights than a sized twin.
 # - Lazy and sized layers mix freely; a lazy layer infers only its own input
 #   width, so mismatched widths still fail, and a failed pass may leave the
 #   network half materialized.

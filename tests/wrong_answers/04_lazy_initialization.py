@@ -85,3 +85,56 @@ def infer_shapes(net, input_shape):
     with torch.no_grad():
         net(torch.randn(input_shape))
     return [(name, tuple(p.shape)) for name, p in net.named_parameters()]
+
+# %% wrong id=apply_init -- dry run in training mode: BatchNorm statistics move (no_grad does not stop that)
+def apply_init(net, example_input, init_fn=None):
+    with torch.no_grad():
+        net(example_input)
+    if init_fn is not None:
+        net.apply(init_fn)
+    return net
+
+# %% wrong id=apply_init -- switches to eval for the dry run and leaves the net there
+def apply_init(net, example_input, init_fn=None):
+    net.eval()
+    with torch.no_grad():
+        net(example_input)
+    if init_fn is not None:
+        net.apply(init_fn)
+    return net
+
+# %% wrong id=apply_init -- puts every net back into train(), even one that was in eval
+def apply_init(net, example_input, init_fn=None):
+    net.eval()
+    with torch.no_grad():
+        net(example_input)
+    net.train()
+    if init_fn is not None:
+        net.apply(init_fn)
+    return net
+
+# %% wrong id=apply_init -- restores the mode only when the dry run succeeds (no try/finally)
+def apply_init(net, example_input, init_fn=None):
+    modes = {module: module.training for module in net.modules()}
+    net.eval()
+    with torch.no_grad():
+        net(example_input)
+    for module, training in modes.items():
+        module.train(training)
+    if init_fn is not None:
+        net.apply(init_fn)
+    return net
+
+# %% wrong id=apply_init -- calls net.forward, which skips the network's hooks
+def apply_init(net, example_input, init_fn=None):
+    modes = {module: module.training for module in net.modules()}
+    net.eval()
+    try:
+        with torch.no_grad():
+            net.forward(example_input)
+    finally:
+        for module, training in modes.items():
+            module.train(training)
+    if init_fn is not None:
+        net.apply(init_fn)
+    return net
