@@ -26,6 +26,10 @@ _ = torch.manual_seed(0)  # the same random examples on every run
 # %% [markdown]
 # The tests below run on this machine as if it had CUDA GPUs or Apple's MPS:
 # `_simulated` swaps in stand-ins for PyTorch's device queries and restores them.
+# `_host_reads` counts how often values travel from a simulated device back to
+# the host (`.item()`, `.cpu()`, `.tolist()`, `.numpy()`, `float(t)`,
+# `.to("cpu")`, printing, `if t > 0:`): the device is `cpu:0`, which behaves
+# like the CPU, and every tensor made from one on it counts as on the device.
 
 # %%
 from contextlib import contextmanager
@@ -42,6 +46,49 @@ def _simulated(cuda=0, mps=False):
         yield
     finally:
         torch.cuda.is_available, torch.cuda.device_count, torch.backends.mps.is_available = saved
+
+
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_flatten
+
+_SIMULATED_DEVICE = torch.device("cpu", 0)
+_TO_HOST = {"item", "tolist", "numpy", "cpu", "__float__", "__int__", "__bool__", "__index__",
+            "__repr__", "__format__", "__str__"}
+
+
+class _HostReads(TorchFunctionMode):
+    """Counts reads from `_SIMULATED_DEVICE` back to the host while active."""
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        inputs = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
+        on_device = any(getattr(t, "_on_simulated_device", False) for t in inputs)
+        targets = [a for a in tree_flatten((args[1:], kwargs))[0] if isinstance(a, (str, torch.device))]
+        target = torch.device(targets[0]) if name == "to" and targets else kwargs.get("device")
+        result = func(*args, **kwargs)
+        to_device = target is not None and torch.device(target) == _SIMULATED_DEVICE
+        to_host = name in _TO_HOST or (name == "to" and target is not None and not to_device)
+        if on_device and to_host:
+            self.count += 1
+            if any(result is t for t in inputs):  # `.cpu()` of a CPU tensor returns itself;
+                result = result.clone()          # a real device would hand back a host copy
+        elif on_device or to_device:
+            for out in tree_flatten(result)[0]:
+                if isinstance(out, torch.Tensor):
+                    out._on_simulated_device = True
+        return result
+
+
+def _host_reads(fn):
+    """How many times fn(device) reads values from a simulated device back to the host."""
+    with _HostReads() as reads:
+        fn(_SIMULATED_DEVICE)
+    return reads.count
 
 # %% [markdown]
 # ## 1. One device with a fallback
@@ -326,6 +373,14 @@ assert len(set(_kept)) == 5, "Every step should draw fresh matrices, so the norm
 _ratio = sum(_kept) / len(_kept) / 64 ** 1.5
 assert 0.9 < _ratio < 1.1, \
     f"The norms are off by a factor {_ratio:.2f} from what N(0, 1) matrices give: use torch.randn, A @ B and the Frobenius norm."
+
+# What the item is about: how often values cross from the device to the host.
+_once = _host_reads(lambda device: log_norms(6, 8, device, on_device=True))
+assert _once == 1, \
+    f"With on_device=True the norms should reach the host once, at the end; they crossed {_once} times: keep them on the device (torch.stack) and move them together."
+_every = _host_reads(lambda device: log_norms(6, 8, device, on_device=False))
+assert _every >= 6, \
+    f"With on_device=False each of the 6 norms should be moved as soon as it is computed; values crossed only {_every} times: use .item() in every step."
 ### BEGIN HIDDEN TESTS
 _kept = log_norms(40, 9, _cpu)
 assert _kept == log_norms(40, 9, _cpu, on_device=False), "Both modes should agree for other sizes as well."
@@ -336,6 +391,11 @@ _one = log_norms(1, 3, _cpu)
 assert isinstance(_one, list) and len(_one) == 1 and isinstance(_one[0], float), "n=1 should give a list with one float."
 assert log_norms(3, 64, _cpu) == log_norms(5, 64, _cpu)[:3], \
     "The first norms should not depend on n: seed once at the start and draw the matrices step by step."
+_once = _host_reads(lambda device: log_norms(25, 4, device))
+assert _once == 1, f"on_device=True (the default) should move the norms to the host once; they crossed {_once} times."
+_every = _host_reads(lambda device: log_norms(25, 4, device, on_device=False))
+assert _every >= 25, f"on_device=False should move every one of the 25 norms as it is computed; only {_every} crossings."
+assert _host_reads(lambda device: log_norms(1, 4, device, on_device=False)) >= 1, "n=1 should still move its norm."
 ### END HIDDEN TESTS
 
 # %% [markdown]

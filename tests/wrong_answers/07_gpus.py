@@ -197,3 +197,34 @@ def log_norms(n, size, device, on_device=True):
         norm = torch.linalg.matrix_norm(A @ B)
         norms.append(norm if on_device else norm.item())
     return torch.stack(norms).cpu().tolist() if on_device else norms
+
+# %% wrong id=log_norms -- ignores on_device: calls .item() in every step either way
+def log_norms(n, size, device, on_device=True):
+    generator = torch.Generator().manual_seed(0)
+    norms = []
+    for _ in range(n):
+        A = torch.randn(size, size, generator=generator).to(device)
+        B = torch.randn(size, size, generator=generator).to(device)
+        norms.append(torch.linalg.matrix_norm(A @ B).item())
+    return norms
+
+# %% wrong id=log_norms -- ignores on_device: always stacks and moves once at the end
+def log_norms(n, size, device, on_device=True):
+    generator = torch.Generator().manual_seed(0)
+    norms = []
+    for _ in range(n):
+        A = torch.randn(size, size, generator=generator).to(device)
+        B = torch.randn(size, size, generator=generator).to(device)
+        norms.append(torch.linalg.matrix_norm(A @ B))
+    return torch.stack(norms).cpu().tolist()
+
+# %% wrong id=log_norms -- keeps the norms on the device but converts them one by one at the end
+def log_norms(n, size, device, on_device=True):
+    generator = torch.Generator().manual_seed(0)
+    norms = []
+    for _ in range(n):
+        A = torch.randn(size, size, generator=generator).to(device)
+        B = torch.randn(size, size, generator=generator).to(device)
+        norm = torch.linalg.matrix_norm(A @ B)
+        norms.append(norm if on_device else norm.item())
+    return [float(v) for v in norms]
