@@ -291,6 +291,30 @@ assert [id(p) for p in _net.parameters()] == _ids and all(isinstance(p, nn.Param
 # `copy.deepcopy` of a part) can silently break the tie.
 
 # %% [markdown]
+# ## 7. Watch a tied network train
+#
+# Build `make_tied_mlp()` and train it for five SGD steps (`lr=0.05`, MSE loss)
+# on `torch.randn(64, 4)` inputs and `torch.randn(64, 1)` targets. After each
+# step, print the loss, the norm of the shared layer's weight gradient and the
+# norm of the first layer's weight gradient, and check whether the shared layer
+# at indices 2 and 4 is still one tensor. Use the cell below, then answer: what
+# did you observe about the two places of the shared layer, and about the size
+# of its gradient compared with a layer used once? Why?
+
+# %%
+# Your experiment here (not graded).
+
+# %% manual [markdown] grade_id="tied_training_answer" points=1
+# The shared layer at indices 2 and 4 stays identical after every step: it is
+# one module object, so there is only one weight tensor to update, and the
+# optimizer holds it once. Its gradient is the sum of the gradients of its two
+# uses, so it tends to be larger than that of a comparable layer used once
+# (about the sum of two contributions), and the shared weight takes a bigger
+# effective step for the same learning rate. The loss goes down as for any
+# network: tying changes what is learned and how big the steps on the shared
+# weights are, not whether training works.
+
+# %% [markdown]
 # ## Summary
 #
 # - `parameters()` lists a tied parameter once, so counting with it is right;

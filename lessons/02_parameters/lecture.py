@@ -33,11 +33,16 @@ print(net[2].state_dict())
 # ## The `state_dict` of a whole net
 #
 # Asked on a container, the keys carry the path to each tensor: `0.weight` is the
-# weight of child `0`. The ReLU at index 1 has no state, so it has no keys.
+# weight of child `0`. Not every layer appears: only modules that own parameters
+# or buffers have entries. The ReLU at index 1 has no state, so it has no keys,
+# while a BatchNorm layer lists its running statistics (buffers) next to its
+# weights.
 
 # %%
 for name, tensor in net.state_dict().items():
     print(f"{name:10s} {tuple(tensor.shape)}")
+print("ReLU:", list(nn.ReLU().state_dict()))
+print("BatchNorm1d:", list(nn.BatchNorm1d(4).state_dict()))
 
 # %% [markdown]
 # ## What a parameter is
@@ -51,6 +56,30 @@ bias = net[2].bias
 print(type(bias).__name__)
 print(isinstance(bias, torch.Tensor), bias.requires_grad)
 print(bias.data)
+
+# %% [markdown]
+# "Seen without autograd" is meant literally: `param.data += 1` changes the
+# values behind autograd's back. A backward pass that saved the old values then
+# computes a gradient from the new ones, silently wrong. The same edit written
+# as `with torch.no_grad(): param += 1` is still an in-place change autograd
+# tracks, so backward notices and raises instead of returning garbage. Edit
+# parameters under `torch.no_grad()`, not through `.data`.
+
+# %%
+w = nn.Parameter(torch.tensor([2.0]))
+loss = (w * w).sum()          # d(loss)/dw = 2w = 4 at w = 2; autograd saves w
+w.data += 1                   # invisible to autograd
+loss.backward()
+print("after a .data edit, grad =", w.grad.item(), "(2w was 4 when the loss was computed)")
+
+w = nn.Parameter(torch.tensor([2.0]))
+loss = (w * w).sum()
+with torch.no_grad():
+    w += 1                    # autograd records that w changed
+try:
+    loss.backward()
+except RuntimeError as error:
+    print("after a no_grad edit: RuntimeError:", str(error).split(":")[0])
 
 # %% [markdown]
 # ## `grad` is `None` until the first backward pass
@@ -257,12 +286,58 @@ rgnet(torch.rand(2, 4)).sum().backward()
 print(rgnet[0][0][0].weight.grad is None, rgnet[1].weight.grad is not None)
 
 # %% [markdown]
-# Give the optimizer only the trainable ones, so it does not even keep state for
-# the frozen ones.
+# Should the optimizer get only the trainable parameters? For the update itself
+# it makes no difference: SGD, Adam and the others skip every parameter whose
+# `.grad` is `None`, so a frozen parameter gets no step, no weight decay and no
+# optimizer state either way. What differs:
+#
+# - a parameter frozen *after* a backward pass still has its old `.grad`, and an
+#   optimizer that holds it applies that stale gradient at the next `step()`;
+# - unfreezing later (`requires_grad_(True)`) makes it train again only with an
+#   optimizer that holds it;
+# - `param_groups` list exactly what you gave, which is what you see when you
+#   inspect or checkpoint the optimizer.
+#
+# Passing only the trainable ones states the intent and rules out the stale
+# gradient.
 
 # %%
 optimizer = torch.optim.SGD([p for p in rgnet.parameters() if p.requires_grad], lr=0.1)
-print(sum(len(group["params"]) for group in optimizer.param_groups))
+print("parameters the optimizer holds:", sum(len(group["params"]) for group in optimizer.param_groups))
+
+torch.manual_seed(3)
+layer = nn.Linear(2, 1)
+layer(torch.ones(1, 2)).sum().backward()
+layer.weight.requires_grad_(False)           # frozen after backward: .grad is still there
+before = layer.weight.detach().clone()
+torch.optim.SGD(layer.parameters(), lr=0.1).step()
+print("a stale gradient still moved the frozen weight:", not torch.equal(before, layer.weight))
+
+# %% [markdown]
+# ## Training a tied network
+#
+# Do tied weights stay tied while training? Take the tied MLP from above, train
+# it for a few SGD steps on random data and watch the shared layer: its two
+# places are one tensor, so they are equal after every step, the optimizer holds
+# that tensor once, and each step's gradient for it is the sum of the two uses'
+# contributions (computed above); the loss goes down as for any network.
+
+# %%
+torch.manual_seed(4)
+shared = nn.Linear(8, 8)
+tied = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), shared, nn.ReLU(), shared, nn.ReLU(), nn.Linear(8, 1))
+X, y = torch.randn(64, 4), torch.randn(64, 1)
+optimizer = torch.optim.SGD(tied.parameters(), lr=0.05)
+print("tensors the optimizer holds:", sum(len(g["params"]) for g in optimizer.param_groups),
+      "(an untied twin, with four Linear layers, would hold 8)")
+for step in range(5):
+    optimizer.zero_grad()
+    loss = nn.functional.mse_loss(tied(X), y)
+    loss.backward()
+    shared_grad = tied[2].weight.grad.norm().item()
+    optimizer.step()
+    print(f"step {step}: loss {loss.item():.4f} | shared weight grad norm {shared_grad:.4f}"
+          f" | places 2 and 4 equal: {torch.equal(tied[2].weight, tied[4].weight)}")
 
 # %% [markdown]
 # ## Summary
@@ -275,6 +350,10 @@ print(sum(len(group["params"]) for group in optimizer.param_groups))
 #   `get_submodule` all reach nested layers.
 # - One module object used twice ties its parameters: one tensor, edits seen at
 #   both places, gradients of the uses summed. `parameters()` lists it once.
-# - Count with `numel()`; freeze with `requires_grad_(False)`.
+# - Count with `numel()`; freeze with `requires_grad_(False)`. Optimizers skip
+#   parameters whose `.grad` is `None`; give them only the trainable ones so a
+#   stale gradient cannot move a frozen one.
+# - Only modules with parameters or buffers have `state_dict` entries.
+# - Edit parameters under `torch.no_grad()`; `param.data` edits bypass autograd.
 #
 # Now try it yourself: `exercises/02_parameters/02_parameters.ipynb`.
