@@ -297,12 +297,10 @@ assert [id(p) for p in _net.parameters()] == _ids and all(isinstance(p, nn.Param
 # on `torch.randn(64, 4)` inputs and `torch.randn(64, 1)` targets. After each
 # step, print the loss, the norm of the shared layer's weight gradient and the
 # norm of the first layer's weight gradient, and check whether the shared layer
-# at indices 2 and 4 is still one tensor. Use the cell below, then answer: what
+# at indices 2 and 4 is still one tensor. Then answer: what
 # did you observe about the two places of the shared layer, and about the size
-# of its gradient compared with a layer used once? Why?
-
-# %%
-# Your experiment here (not graded).
+# of its gradient compared with a layer used once? Why? (Insert a code cell of
+# your own for the experiment, *Insert → Insert Cell Below*; it is not graded.)
 
 # %% manual [markdown] grade_id="tied_training_answer" points=1
 # The shared layer at indices 2 and 4 stays identical after every step: it is
