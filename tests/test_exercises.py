@@ -73,6 +73,17 @@ def test_wrong_answer_loses_exactly_its_items_points(wrong):
     assert failed == {wrong.fails}
 
 
+RIGHT = [r for a in ASSIGNMENTS for r in cells.read_right_answers(a)]
+
+
+@pytest.mark.parametrize("right", RIGHT, ids=str)
+def test_a_correct_answer_written_differently_passes_every_test(right):
+    nb_cells = cells.solution_cells(right.lesson)
+    assert right.answer_id in {c["id"] for c in nb_cells if c["answer"]}
+    outcome = cells.run(nb_cells, {right.answer_id: right.code})
+    assert {test_id: repr(error) for test_id, error in outcome.items() if error is not None} == {}
+
+
 def test_the_cell_runner_can_tell_a_failing_test():
     sample = [{"id": "a", "source": "x = 1", "tests": False, "answer": True},
               {"id": "t", "source": "assert x == 1, 'x is wrong'", "tests": True, "answer": False}]

@@ -11,6 +11,11 @@ Wrong answers live in `tests/wrong_answers/<id>.py`, one cell per wrong answer:
 
 `fails` defaults to `test_<ANSWER_ID>`: that graded test cell must fail and every
 other one must still pass, so the wrong answer costs exactly its item's points.
+
+Correct answers written differently from the model solution (another name, a
+default argument, another formula) live in `tests/right_answers/<id>.py`, as
+`# %% right id=ANSWER_ID -- how it differs`; with one in place every graded
+test must pass, so the tests accept what the instructions allow.
 """
 from __future__ import annotations
 
@@ -22,7 +27,8 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
 WRONG_ANSWERS = ROOT / "tests" / "wrong_answers"
-HEADER = re.compile(r"^# %% wrong (?P<opts>[^-]*?)\s*--\s*(?P<why>.+)$")
+RIGHT_ANSWERS = ROOT / "tests" / "right_answers"
+HEADER = re.compile(r"^# %% (?P<kind>wrong|right) (?P<opts>[^-]*?)\s*--\s*(?P<why>.+)$")
 
 
 @dataclass
@@ -76,22 +82,30 @@ def run(cells: list[dict], replace: dict[str, str] | None = None) -> dict[str, B
 
 
 def read_wrong_answers(lesson: str) -> list[WrongAnswer]:
-    path = WRONG_ANSWERS / f"{lesson}.py"
+    return _read_answers(WRONG_ANSWERS / f"{lesson}.py", lesson, "wrong")
+
+
+def read_right_answers(lesson: str) -> list[WrongAnswer]:
+    """Alternative correct answers (`fails` is unused for them)."""
+    return _read_answers(RIGHT_ANSWERS / f"{lesson}.py", lesson, "right")
+
+
+def _read_answers(path: Path, lesson: str, kind: str) -> list[WrongAnswer]:
     if not path.exists():
         return []
     answers: list[WrongAnswer] = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if line.startswith("# %%"):
             match = HEADER.match(line)
-            if match is None:
-                raise ValueError(f"{path}:{number}: expected '# %% wrong id=ANSWER_ID -- why'")
+            if match is None or match.group("kind") != kind:
+                raise ValueError(f"{path}:{number}: expected '# %% {kind} id=ANSWER_ID -- why'")
             opts = dict(word.split("=", 1) for word in match.group("opts").split())
             answers.append(WrongAnswer(lesson, opts["id"], opts.get("fails", f"test_{opts['id']}"),
                                        match.group("why"), "", number))
         elif answers:
             answers[-1].code += line + "\n"
         elif line.strip() and not line.startswith("#"):
-            raise ValueError(f"{path}:{number}: code before the first '# %% wrong' cell")
+            raise ValueError(f"{path}:{number}: code before the first '# %% {kind}' cell")
     return answers
 
 

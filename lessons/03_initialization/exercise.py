@@ -170,48 +170,68 @@ def my_init(m):
     ### END SOLUTION
 
 # %% tests id=test_my_init points=1
-# This test puts a stand-in for weird_init_ in place of yours while it runs: the
-# stand-in fills whatever it gets with 7.0 and counts its calls. So it grades
-# my_init alone (your weird_init_ has its own test above).
-_calls = []
+# These tests replay your own weird_init_: from the same random seed, the weight
+# my_init leaves must equal what weird_init_ makes of a copy of it. So they grade
+# my_init alone (weird_init_ has its own test above), and they work however
+# my_init reaches weird_init_ (a call, or a default argument bound to it). They
+# call my_init under torch.no_grad(), so a weird_init_ that forgets no_grad costs
+# only its own item.
+import random
 
-def _marking_init_(tensor):
-    _calls.append(tensor.shape)
+import numpy as np
+
+
+def _seed(k):
+    torch.manual_seed(k)
+    random.seed(k)
+    np.random.seed(k)
+
+
+def _replayed(weights, k):
+    """What weird_init_ makes of copies of `weights`, in order, from seed k."""
+    copies = [w.detach().clone() for w in weights]
+    _seed(k)
     with torch.no_grad():
-        tensor.fill_(7.0)
-    return tensor
+        for c in copies:
+            weird_init_(c)
+    return copies
 
-def _marked(w):
-    return bool((w == 7.0).all())
 
-_saved_weird_init_ = weird_init_
-weird_init_ = _marking_init_
-try:
-    torch.manual_seed(30)
-    _net = nn.Sequential(nn.Linear(5, 4), nn.ReLU(), nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3)), nn.Linear(3, 1))
-    _bn = _net[2][1].weight.detach().clone()
+torch.manual_seed(30)
+_net = nn.Sequential(nn.Linear(5, 4), nn.ReLU(), nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3)), nn.Linear(3, 1))
+_linears = [_net[0], _net[2][0], _net[3]]
+_expected = _replayed([m.weight for m in _linears], 300)
+_bn = _net[2][1].weight.detach().clone()
+_biases = [m.bias.detach().clone() for m in _linears]
+_seed(300)
+with torch.no_grad():
     _net.apply(my_init)
-    assert _marked(_net[0].weight) and _marked(_net[3].weight), \
-        "Some nn.Linear weights were not passed to weird_init_: call weird_init_(m.weight) when m is an nn.Linear."
-    assert _marked(_net[2][0].weight), "The Linear inside the nested block should be initialized too (net.apply reaches it)."
-    assert torch.equal(_net[2][1].weight, _bn), "The BatchNorm weight changed: only nn.Linear modules should be touched."
-    ### BEGIN HIDDEN TESTS
-    torch.manual_seed(31)
-    _net = nn.Sequential(nn.Conv1d(2, 4, 3), nn.Flatten(), nn.Linear(32, 6, bias=False), nn.LayerNorm(6))
-    _conv = _net[0].weight.detach().clone()
-    _calls.clear()
+assert all(torch.equal(m.weight, e) for m, e in zip(_linears[::2], _expected[::2])), \
+    "Some nn.Linear weights are not what weird_init_ makes of them: call weird_init_(m.weight) when m is an nn.Linear."
+assert torch.equal(_net[2][0].weight, _expected[1]), \
+    "The Linear inside the nested block should be initialized too: handle the module you are given, net.apply visits the rest."
+assert torch.equal(_net[2][1].weight, _bn), "The BatchNorm weight changed: only nn.Linear modules should be touched."
+assert all(torch.equal(m.bias, b) for m, b in zip(_linears, _biases)), "Only the weights should change, not the biases."
+### BEGIN HIDDEN TESTS
+torch.manual_seed(31)
+_net = nn.Sequential(nn.Conv1d(2, 4, 3), nn.Flatten(), nn.Linear(32, 6, bias=False), nn.LayerNorm(6))
+_conv = _net[0].weight.detach().clone()
+_norm = _net[3].weight.detach().clone()
+(_expected,) = _replayed([_net[2].weight], 310)
+_seed(310)
+with torch.no_grad():
     _net.apply(my_init)
-    assert torch.equal(_net[0].weight, _conv), "A Conv1d weight changed: only nn.Linear modules should be touched."
-    assert _marked(_net[2].weight), "A Linear without bias should get weird_init_ on its weight too."
-    assert _calls == [(6, 32)], \
-        f"weird_init_ should run once, on the Linear's weight only; it ran on tensors of shapes {_calls}."
-    assert _net[2].weight.is_leaf and _net[2].weight.requires_grad, "The weight should stay a trainable leaf parameter."
-    _lone = nn.Linear(6, 2)
+assert torch.equal(_net[0].weight, _conv), "A Conv1d weight changed: only nn.Linear modules should be touched."
+assert torch.equal(_net[3].weight, _norm), "A LayerNorm weight changed: only nn.Linear modules should be touched."
+assert torch.equal(_net[2].weight, _expected), "A Linear without bias should get weird_init_ on its weight too."
+assert isinstance(_net[2].weight, nn.Parameter), "The weight should stay the layer's parameter: change it in place."
+_lone = nn.Linear(6, 2)
+(_expected,) = _replayed([_lone.weight], 311)
+_seed(311)
+with torch.no_grad():
     my_init(_lone)
-    assert _marked(_lone.weight), "Called directly on one nn.Linear, my_init should initialize its weight."
-    ### END HIDDEN TESTS
-finally:
-    weird_init_ = _saved_weird_init_
+assert torch.equal(_lone.weight, _expected), "Called directly on one nn.Linear, my_init should initialize its weight."
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ## 4. Watching activations
@@ -261,6 +281,14 @@ assert _got is not None and len(_got) == 3, \
     f"Expected 3 values (one per nn.Linear, not per module), got {None if _got is None else len(_got)}."
 assert _close(_got, _expected), \
     f"Expected the stds of the linear layers' outputs {[round(e, 4) for e in _expected]}, got {_got}."
+assert all(type(v) is float for v in _got), \
+    f"The values should be Python floats (use .item()), got {sorted({type(v).__name__ for v in _got})}."
+
+_grad_enabled = []
+_probe = _net[0].register_forward_hook(lambda m, i, o: _grad_enabled.append(torch.is_grad_enabled()))
+activation_stds(_net, _x)
+_probe.remove()
+assert _grad_enabled == [False], "The forward pass recorded a graph: run net(x) under torch.no_grad()."
 ### BEGIN HIDDEN TESTS
 torch.manual_seed(41)
 _net = nn.Sequential(nn.Linear(16, 32), nn.Sequential(nn.ReLU(), nn.Linear(32, 32), nn.Tanh()), nn.Linear(32, 8))

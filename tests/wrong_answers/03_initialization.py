@@ -177,3 +177,34 @@ def activation_stds(net, x):
 def activation_stds(net, x):
     with torch.no_grad():
         return [net(x).std().item()]
+
+# %% wrong id=activation_stds -- returns 0-dim tensors instead of Python floats
+def activation_stds(net, x):
+    stds = []
+    handles = [m.register_forward_hook(lambda mod, inp, out: stds.append(out.std()))
+               for m in net.modules() if isinstance(m, nn.Linear)]
+    try:
+        with torch.no_grad():
+            net(x)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return stds
+
+# %% wrong id=activation_stds -- records the graph: no torch.no_grad() around the forward pass
+def activation_stds(net, x):
+    stds = []
+    handles = [m.register_forward_hook(lambda mod, inp, out: stds.append(out.std().item()))
+               for m in net.modules() if isinstance(m, nn.Linear)]
+    try:
+        net(x)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return stds
+
+# %% wrong id=my_init -- draws its own weights instead of calling weird_init_
+def my_init(m):
+    if isinstance(m, nn.Linear):
+        with torch.no_grad():
+            m.weight.uniform_(-10, 10)
