@@ -68,10 +68,11 @@ print(torch.load(root / "bundle.pt"))
 # %% [markdown]
 # ## A model's parameters: `state_dict`
 #
-# We never save a model object itself. We save its `state_dict`, an ordered dict
-# from qualified names to tensors (parameters and buffers), and later load it
-# into a *fresh instance* of the same class. The code defines the architecture;
-# the file holds the numbers.
+# We save a model's `state_dict`, an ordered dict from qualified names to
+# tensors (parameters and buffers), and later load it into a *fresh instance* of
+# the same class. The code defines the architecture; the file holds the numbers.
+# (`torch.save(model)` also works, but it pickles the object; we will see in a
+# moment why loading such a file now fails by default.)
 
 # %%
 class MLP(nn.Module):
@@ -101,6 +102,24 @@ print("before loading:", torch.equal(clone(X), Y))
 clone.load_state_dict(torch.load(root / "mlp.params"))
 clone.eval()
 print("after loading: ", torch.equal(clone(X), Y))
+
+# %% [markdown]
+# Why not save the whole model object? `torch.save(net, ...)` pickles it: the file
+# names the class `MLP` and the module it came from, and loading must import
+# that code and call it to rebuild the object. Since PyTorch 2.6, `torch.load`
+# defaults to `weights_only=True`, an unpickler that rebuilds only tensors,
+# containers and a few safe types, because unpickling arbitrary classes can run
+# arbitrary code (more on that below). So the file written a line earlier no
+# longer loads by default; it would need `weights_only=False`, only for files you
+# trust, and the same class importable under the same name. A `state_dict` has
+# neither problem.
+
+# %%
+torch.save(net, root / "whole_model.pt")
+try:
+    torch.load(root / "whole_model.pt")
+except Exception as error:
+    print(type(error).__name__ + ": torch.load's weights_only default refuses to rebuild an MLP object")
 
 # %% [markdown]
 # ## Strict loading: missing and unexpected keys
@@ -278,7 +297,16 @@ uninterrupted = [p.detach().clone() for p in model.parameters()]
 # The same run, but after epoch 2 we save a checkpoint and "crash": the model,
 # the optimizer and the RNG are all lost. A new process builds a fresh model
 # (different random weights), loads the checkpoint and finishes the last two
-# epochs. The result is identical **bit for bit**.
+# epochs. The result is identical **bit for bit**, here on the CPU. Two
+# cautions for real runs: on a GPU, bit-for-bit also needs deterministic
+# kernels (`torch.use_deterministic_algorithms(True)`, and for cuDNN
+# `torch.backends.cudnn.benchmark = False`), since some GPU kernels add in a
+# varying order; and a real training loop has more state than this one, each of
+# which belongs in the checkpoint too: the learning-rate scheduler
+# (`scheduler.state_dict()`), the gradient scaler of mixed precision
+# (`scaler.state_dict()`), and the data sampler's position and seed. On Apple
+# GPUs, `torch.get_rng_state()` and `torch.cuda.get_rng_state_all()` do not
+# cover the MPS generator, so save `torch.mps.get_rng_state()` as well.
 
 # %%
 torch.manual_seed(2)
@@ -385,9 +413,10 @@ print("files starting with 'atomic':", sorted(p.name for p in root.glob("atomic*
 # which is what serving and other languages want. (TorchScript, the older way
 # with `torch.jit.script`, is deprecated in current PyTorch and warns.)
 #
-# Dropout behaves differently in training and evaluation, so we choose the mode
-# *before* exporting; the mode is baked into the graph. We also declare the batch
-# dimension as dynamic.
+# Layers such as dropout and BatchNorm behave differently in training and
+# evaluation. This small MLP has neither, but the habit matters: choose the mode
+# *before* exporting, because the mode is baked into the graph. We also declare
+# the batch dimension as dynamic.
 
 # %%
 net.eval()
@@ -432,14 +461,16 @@ print(root.exists())
 # ## Summary
 #
 # - `torch.save`/`torch.load` handle tensors and containers of them; for models,
-#   save the `state_dict` and load it into a fresh instance of the class.
+#   save the `state_dict` and load it into a fresh instance of the class. A
+#   pickled model object no longer loads under the `weights_only=True` default.
 # - Loading is strict by default; `strict=False` returns the missing and
 #   unexpected keys, which you must check.
 # - `map_location="cpu"` loads files written on any device; move afterwards.
 # - Unpickling runs code. Keep `weights_only=True` (the default) for files you
 #   did not write.
 # - A checkpoint holds model, optimizer, epoch and RNG states; with all four,
-#   training resumes bit for bit.
+#   this CPU run resumes bit for bit. Real runs add scheduler, scaler and sampler
+#   state (and MPS's RNG), and on a GPU need deterministic algorithms.
 # - Write to a temporary file and `os.replace` it, so a crash never destroys
 #   the last good checkpoint.
 # - `torch.export` stores architecture and parameters as a graph: no code needed
