@@ -83,6 +83,26 @@ def _find_param(module, shape, what):
         f"Expected one parameter of shape {tuple(shape)} for {what}: is it an nn.Parameter with this orientation?"
     return found[0]
 
+# A case worked out by hand: X = [[1, 2]], W = [[1, -1, 0], [2, 0, 1]],
+# b = [0.5, -3, -5]. X @ W = [5, -1, 2]; + b = [5.5, -4, -3]; ReLU: [5.5, 0, 0].
+# The gradient of the sum of the outputs reaches only the unit that is active:
+# d/dW = [[1, 0, 0], [2, 0, 0]] (column 0 holds X) and d/db = [1, 0, 0].
+_layer = MyLinear(2, 3)
+_W = _find_param(_layer, (2, 3), "W (in_units, units)")
+_b = _find_param(_layer, (3,), "b (units,)")
+with torch.no_grad():
+    _W.copy_(torch.tensor([[1.0, -1.0, 0.0], [2.0, 0.0, 1.0]]))
+    _b.copy_(torch.tensor([0.5, -3.0, -5.0]))
+_out = _layer(torch.tensor([[1.0, 2.0]]))
+assert _out.shape == (1, 3), f"Expected output shape (1, 3), got {tuple(_out.shape)}."
+assert torch.allclose(_out, torch.tensor([[5.5, 0.0, 0.0]])), \
+    f"For the worked example the output should be [[5.5, 0, 0]], got {_out.tolist()}: compute relu(X @ W + b)."
+_out.sum().backward()
+assert _W.grad is not None and _b.grad is not None, \
+    "No gradient reached W or b: does forward use .data or a detached copy of the parameters?"
+assert torch.equal(_W.grad, torch.tensor([[1.0, 0.0, 0.0], [2.0, 0.0, 0.0]])) and torch.equal(_b.grad, torch.tensor([1.0, 0.0, 0.0])), \
+    "The gradients of W or b are wrong: forward should compute relu(X @ W + b) with the parameters themselves."
+### BEGIN HIDDEN TESTS
 def _check_my_linear(in_units, units, batch, seed):
     torch.manual_seed(seed)
     layer = MyLinear(in_units, units)
@@ -105,7 +125,6 @@ def _check_my_linear(in_units, units, batch, seed):
         "The gradients of W or b are wrong: forward should compute relu(X @ W + b) with the parameters themselves."
 
 _check_my_linear(5, 3, batch=4, seed=20)
-### BEGIN HIDDEN TESTS
 _check_my_linear(4, 4, batch=6, seed=21)
 _check_my_linear(1, 7, batch=1, seed=22)
 _check_my_linear(9, 1, batch=3, seed=23)
@@ -197,12 +216,20 @@ class FourierHalf(nn.Module):
         ### END SOLUTION
 
 # %% tests id=test_FourierHalf points=2
+def _dft_half(X):
+    """The first (n + 1) // 2 DFT coefficients from the definition:
+    c_k = sum_j x_j exp(-2 pi i j k / n), as a matrix product in double precision."""
+    n = X.shape[-1]
+    angle = -2 * torch.pi * torch.outer(torch.arange(n), torch.arange((n + 1) // 2)).double() / n
+    basis = torch.polar(torch.ones_like(angle), angle)
+    return (X.to(torch.complex128) @ basis).to(torch.complex64 if X.dtype == torch.float32 else torch.complex128)
+
+
 def _check_fourier(shape, seed, dtype=torch.float32):
     torch.manual_seed(seed)
     X = torch.randn(shape, dtype=dtype)
     kept = X.clone()
-    n = shape[-1]
-    expected = torch.fft.fft(X, dim=-1)[..., : (n + 1) // 2]
+    expected = _dft_half(X)
     out = FourierHalf()(X)
     assert tuple(out.shape) == tuple(expected.shape), \
         f"For input shape {shape} expected output shape {tuple(expected.shape)}, got {tuple(out.shape)}: keep (n + 1) // 2 coefficients of the last dimension."
