@@ -137,23 +137,25 @@ def test_metadata_only_change_keeps_stored_outputs(tmp_path, demo_lesson):
 # --- Self-contained exercises ------------------------------------------------------
 
 FRESH = ROOT / ".venv" / "colab-like"
-COLAB_PACKAGES = ("torch", "numpy", "matplotlib", "ipykernel")
+# Colab's own versions (its backend-info list, August 2026) of the packages an
+# exercise may import. Python and torch stay this machine's (3.11 and the pinned
+# torch from requirements.txt): Colab runs Python 3.13 with torch 2.11, and the
+# only torch wheel this machine may install is the pinned CPU build. The course
+# uses no torch API newer than 2.11 (README states that floor).
+COLAB_PINS = {"numpy": "numpy==2.1.3", "matplotlib": "matplotlib==3.10.0", "ipykernel": "ipykernel==6.17.1"}
 
 
 def _pins() -> list[str]:
-    wanted = {}
-    for line in (ROOT / "requirements.txt").read_text().splitlines():
-        name = re.split(r"[=<>\s]", line.strip(), maxsplit=1)[0].lower()
-        if name in COLAB_PACKAGES:
-            wanted[name] = line.strip()
-    assert set(wanted) == set(COLAB_PACKAGES), f"requirements.txt lacks pins for {set(COLAB_PACKAGES) - set(wanted)}"
-    return [wanted[name] for name in COLAB_PACKAGES]
+    torch_pin = [line.strip() for line in (ROOT / "requirements.txt").read_text().splitlines()
+                 if re.match(r"torch\s*==", line.strip())]
+    assert len(torch_pin) == 1, "requirements.txt must pin torch exactly once"
+    return torch_pin + list(COLAB_PINS.values())
 
 
 @pytest.fixture(scope="module")
 def fresh_python():
-    """A virtual environment with only torch, numpy, matplotlib and ipykernel
-    (what Colab provides), cached under .venv/ and remade when the pins change."""
+    """A virtual environment with only torch, numpy, matplotlib and ipykernel at
+    Colab's versions, cached under .venv/ and remade when the pins change."""
     pins = _pins()
     stamp = FRESH / ".pins"
     FRESH.parent.mkdir(exist_ok=True)

@@ -148,3 +148,16 @@ def test_collect_gives_every_entry_a_submission(tmp_path):
     assert found["ana"].problem is None and found["ben"].problem == "empty file"
     assert found["cai"].source.name == "A.ipynb" and "2 files" in found["cai"].notes[0]
     assert found["dee"].problem == "no notebook in the folder"
+
+
+# --- make check-env --------------------------------------------------------------
+
+@pytest.mark.parametrize("version, warns", [("2.13.0+cpu", False), ("2.11.0+cu128", False), ("3.0.0", False),
+                                            ("2.10.1", True), ("1.13.1", True), ("nightly", True)])
+def test_check_env_warns_below_the_course_torch_floor(version, warns):
+    from tools import check_env
+
+    warning = check_env.torch_floor_warning(version)
+    assert (warning is not None) == warns, warning
+    if warns:
+        assert "2.11" in warning

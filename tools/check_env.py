@@ -5,6 +5,21 @@ import subprocess
 import sys
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# The oldest torch the lessons and exercises run on: Colab's (2.11 in Aug 2026).
+# No lesson uses an API newer than this; README states it too.
+TORCH_FLOOR = (2, 11)
+
+
+def torch_floor_warning(version: str) -> str | None:
+    """A warning when `version` (torch.__version__) is older than the course's floor."""
+    match = re.match(r"(\d+)\.(\d+)", version)
+    if match is None:
+        return f"WARNING: cannot read the torch version {version!r}; the course needs torch >= {TORCH_FLOOR[0]}.{TORCH_FLOOR[1]}"
+    if tuple(int(part) for part in match.groups()) < TORCH_FLOOR:
+        return (f"WARNING: torch {version} is older than {TORCH_FLOOR[0]}.{TORCH_FLOOR[1]}, the oldest version "
+                "the course is written for; some cells (torch.accelerator, weights_only defaults) will fail. "
+                "Upgrade torch.")
+    return None
 
 
 def jupyter(*args: str) -> str:
@@ -32,6 +47,9 @@ def main() -> int:
 
     print(f"Python      {platform.python_version()} ({sys.executable})")
     print(f"torch       {torch.__version__}")
+    warning = torch_floor_warning(torch.__version__)
+    if warning:
+        print(warning)
     cuda = torch.cuda.is_available()
     print(f"CUDA        {f'{torch.cuda.device_count()} device(s)' if cuda else 'not available'}")
     for i in range(torch.cuda.device_count() if cuda else 0):
