@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import re
 import sys
 from collections import Counter
@@ -151,34 +150,7 @@ def parse_source(text: str, origin: str = "<source>") -> Source:
 
 
 def read_source(path: Path) -> Source:
-    return parse_source(upgrade_markers(path.read_text(encoding="utf-8")), display(path))
-
-
-# TRANSITION (removed once every source is converted): the round-1 markers.
-LEGACY = re.compile(r"^# %%(?P<rest>( .*)?)$")
-
-
-def upgrade_markers(text: str) -> str:
-    out = []
-    for line in text.splitlines():
-        match = LEGACY.match(line)
-        words = match.group("rest").split() if match else []
-        keys = {w.split("=", 1)[0] for w in words if "=" in w}
-        if keys and keys <= {"id", "points", "tags"} and '"' not in line:
-            markdown = words and words[0] == "[markdown]"
-            words = words[1:] if markdown else words
-            role = [w for w in words if "=" not in w]
-            opts = dict(w.split("=", 1) for w in words if "=" in w)
-            parts = ["# %%", *role] + (["[markdown]"] if markdown else [])
-            if "id" in opts:
-                parts.append(f'grade_id="{opts["id"]}"')
-            if "points" in opts:
-                parts.append(f"points={opts['points']}")
-            if "tags" in opts:
-                parts.append("tags=" + json.dumps(opts["tags"].split(",")).replace(" ", ""))
-            line = " ".join(parts)
-        out.append(line)
-    return "\n".join(out) + "\n"
+    return parse_source(path.read_text(encoding="utf-8"), display(path))
 
 
 def display(path: Path) -> str:
@@ -279,10 +251,7 @@ def lesson_ids() -> list[str]:
 def lesson_settings(lesson: str) -> dict:
     """The `lesson:` block of the lecture's header (title, gpu)."""
     lecture = lessons_dir() / lesson / "lecture.py"
-    settings = read_source(lecture).lesson if lecture.exists() else {}
-    if not settings and lesson == "07_gpus":  # TRANSITION: sources without a header yet
-        settings = {"gpu": True}
-    return settings
+    return read_source(lecture).lesson if lecture.exists() else {}
 
 
 def gpu_lessons() -> set[str]:

@@ -182,8 +182,7 @@ def check_lesson(lesson: str) -> None:
     check_layout(lesson, folder)
     lecture = notebooks.read_source(folder / "lecture.py")
     exercise = notebooks.read_source(folder / "exercise.py")
-    if "lesson" in lecture.metadata:  # TRANSITION: round-1 sources have no header
-        check_header(lesson, lecture, exercise)
+    check_header(lesson, lecture, exercise)
     check_lecture(lesson, lecture)
     check_graded_cells(exercise)
     for source in (lecture, exercise):

@@ -1,3 +1,18 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: kernelspec
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
 # %% [markdown]
 # # Exercise 1: Layers and blocks
 #
@@ -32,7 +47,7 @@ _ = torch.manual_seed(0)  # the same random examples on every run
 # (`MySequential(lin, act, lin2, act)`) sits at both positions and is applied
 # both times.
 
-# %% answer id=MySequential
+# %% answer grade_id="MySequential"
 class MySequential(nn.Module):
     def __init__(self, *modules):
         super().__init__()
@@ -63,7 +78,7 @@ class MySequential(nn.Module):
         return len(self._modules)
         ### END SOLUTION
 
-# %% tests id=test_MySequential points=3
+# %% tests grade_id="test_MySequential" points=3
 torch.manual_seed(1)
 _layers = [nn.Linear(6, 5), nn.ReLU(), nn.Linear(5, 3)]
 _net = MySequential(*_layers)
@@ -124,7 +139,7 @@ assert len(list(_repeated.parameters())) == 2, "A module passed twice still has 
 # on the same input `X` and concatenates their outputs along `dim`. Both
 # networks' parameters belong to the block.
 
-# %% answer id=ParallelBlock
+# %% answer grade_id="ParallelBlock"
 class ParallelBlock(nn.Module):
     def __init__(self, net1, net2, dim=-1):
         super().__init__()
@@ -139,7 +154,7 @@ class ParallelBlock(nn.Module):
         return torch.cat((self.net1(X), self.net2(X)), dim=self.dim)
         ### END SOLUTION
 
-# %% tests id=test_ParallelBlock points=2
+# %% tests grade_id="test_ParallelBlock" points=2
 torch.manual_seed(3)
 _n1, _n2 = nn.Linear(4, 2), nn.Linear(4, 3)
 _block = ParallelBlock(_n1, _n2)
@@ -174,13 +189,13 @@ assert _block(torch.ones(2, 3, dtype=torch.float64)).shape == (2, 4), \
 # Write `make_stack(factory, n)`: it returns an `nn.Sequential` of `n` modules,
 # each made by its **own** call `factory()`. No two layers may share parameters.
 
-# %% answer id=make_stack
+# %% answer grade_id="make_stack"
 def make_stack(factory, n):
     ### BEGIN SOLUTION
     return nn.Sequential(*(factory() for _ in range(n)))
     ### END SOLUTION
 
-# %% tests id=test_make_stack points=2
+# %% tests grade_id="test_make_stack" points=2
 _stack = make_stack(lambda: nn.Linear(3, 3), 4)
 assert isinstance(_stack, nn.Sequential), "make_stack should return an nn.Sequential."
 assert len(_stack) == 4, f"Expected 4 layers, got {len(_stack)}."
@@ -221,7 +236,7 @@ assert all(_big[i].weight.abs().sum() > 0 for i in range(1, 6)), \
 # linear layer again; then, while the sum of absolute values is greater than 1,
 # halve it; return the sum of all entries (a scalar).
 
-# %% answer id=FixedHiddenMLP
+# %% answer grade_id="FixedHiddenMLP"
 class FixedHiddenMLP(nn.Module):
     def __init__(self, in_features=20):
         super().__init__()
@@ -240,7 +255,7 @@ class FixedHiddenMLP(nn.Module):
         return X.sum()
         ### END SOLUTION
 
-# %% tests id=test_FixedHiddenMLP points=3
+# %% tests grade_id="test_FixedHiddenMLP" points=3
 torch.manual_seed(5)
 _net = FixedHiddenMLP()
 _X = torch.rand(2, 20)
@@ -307,7 +322,7 @@ assert torch.allclose(_big(_Z), _reference(_big, _Z)), "The output differs on a 
 # forward pass works. What goes wrong, and when would you notice? Name at least
 # two consequences.
 
-# %% [markdown] manual id=plain_list_answer points=2
+# %% manual [markdown] grade_id="plain_list_answer" points=2
 # `nn.Module` only registers modules assigned directly as attributes (or added
 # with `add_module`); a list hides them. So `parameters()` is empty and an
 # optimizer built from it trains nothing; `state_dict()` saves none of the

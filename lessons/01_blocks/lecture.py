@@ -1,5 +1,23 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: lesson
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   lesson:
+#     gpu: false
+#     title: Layers and blocks
+# ---
+
 # %% [markdown]
-# # 1. Layers and blocks
+# # Lesson 1: Layers and blocks
 #
 # A *block* is anything that turns inputs into outputs and may hold parameters:
 # a single layer, a group of layers, or a whole model. In PyTorch every block is

@@ -1,3 +1,18 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: kernelspec
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
 # %% [markdown]
 # # Exercise 2: Parameter management
 #
@@ -28,13 +43,13 @@ _ = torch.manual_seed(0)
 #   `requires_grad=False` are left out; with `False` every parameter counts.
 # - Buffers (such as a batch norm's running statistics) are not parameters.
 
-# %% answer id=count_parameters
+# %% answer grade_id="count_parameters"
 def count_parameters(module, trainable_only=True):
     ### BEGIN SOLUTION
     return sum(p.numel() for p in module.parameters() if p.requires_grad or not trainable_only)
     ### END SOLUTION
 
-# %% tests id=test_count_parameters points=2
+# %% tests grade_id="test_count_parameters" points=2
 assert count_parameters(nn.Linear(4, 3)) == 15, \
     "A Linear(4, 3) has 15 scalar parameters (12 weights, 3 biases): are you counting tensors instead of numel()?"
 _shared = nn.Linear(5, 5)
@@ -77,13 +92,13 @@ assert count_parameters(_m) == 13 and count_parameters(_m, trainable_only=False)
 # `module.named_parameters()` (such as `'0.weight'`) to that parameter's shape as
 # a tuple of ints (such as `(8, 4)`).
 
-# %% answer id=param_shapes
+# %% answer grade_id="param_shapes"
 def param_shapes(module):
     ### BEGIN SOLUTION
     return {name: tuple(p.shape) for name, p in module.named_parameters()}
     ### END SOLUTION
 
-# %% tests id=test_param_shapes points=1
+# %% tests grade_id="test_param_shapes" points=1
 _net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
 _shapes = param_shapes(_net)
 assert isinstance(_shapes, dict), f"param_shapes should return a dict, got {type(_shapes).__name__}."
@@ -125,7 +140,7 @@ assert param_shapes(_Scaled()) == {"scale": (), "table": (2, 3, 4)}, \
 # new `nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4), nn.ReLU())`.
 # The four blocks must not share parameters.
 
-# %% answer id=make_rgnet
+# %% answer grade_id="make_rgnet"
 def make_rgnet():
     ### BEGIN SOLUTION
     block2 = nn.Sequential()
@@ -134,7 +149,7 @@ def make_rgnet():
     return nn.Sequential(block2, nn.Linear(4, 1))
     ### END SOLUTION
 
-# %% tests id=test_make_rgnet points=2
+# %% tests grade_id="test_make_rgnet" points=2
 _net = make_rgnet()
 assert isinstance(_net, nn.Sequential) and len(_net) == 2, \
     "make_rgnet should return an nn.Sequential of two children: block2 and the output Linear."
@@ -179,14 +194,14 @@ assert torch.allclose(_net(_X), _net[1](_h)), \
 # where `shared` is one `nn.Linear(width, width)`: indices 2 and 4 hold **the same
 # module object**, so they share weight and bias.
 
-# %% answer id=make_tied_mlp
+# %% answer grade_id="make_tied_mlp"
 def make_tied_mlp(width=8):
     ### BEGIN SOLUTION
     shared = nn.Linear(width, width)
     return nn.Sequential(nn.Linear(4, width), nn.ReLU(), shared, nn.ReLU(), shared, nn.ReLU(), nn.Linear(width, 1))
     ### END SOLUTION
 
-# %% tests id=test_make_tied_mlp points=2
+# %% tests grade_id="test_make_tied_mlp" points=2
 _net = make_tied_mlp()
 assert isinstance(_net, nn.Sequential) and len(_net) == 7, "make_tied_mlp should return an nn.Sequential of 7 modules."
 assert [type(m) for m in _net] == [nn.Linear, nn.ReLU, nn.Linear, nn.ReLU, nn.Linear, nn.ReLU, nn.Linear], \
@@ -222,7 +237,7 @@ assert make_tied_mlp(16)(torch.rand(1, 4)).shape == (1, 1), "make_tied_mlp(16) s
 # Example: `freeze(net, ["0."])` freezes `'0.weight'` and `'0.bias'` but not
 # `'2.0.weight'`.
 
-# %% answer id=freeze
+# %% answer grade_id="freeze"
 def freeze(module, prefixes):
     ### BEGIN SOLUTION
     prefixes = tuple(prefixes)
@@ -234,7 +249,7 @@ def freeze(module, prefixes):
     return frozen
     ### END SOLUTION
 
-# %% tests id=test_freeze points=2
+# %% tests grade_id="test_freeze" points=2
 def _make_net():
     return nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2)))
 
@@ -277,7 +292,7 @@ assert [id(p) for p in _net.parameters()] == _ids and all(isinstance(p, nn.Param
 # two reasons, and one thing you must keep in mind when training a net with tied
 # parameters.
 
-# %% [markdown] manual id=sharing_answer points=2
+# %% manual [markdown] grade_id="sharing_answer" points=2
 # Sharing makes a model smaller: fewer parameters to store and to fit, so less
 # memory and often less overfitting. It also builds in prior knowledge that two
 # places should do the same thing: a convolution or a recurrent cell applies one

@@ -1,5 +1,23 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: lesson
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   lesson:
+#     gpu: false
+#     title: Parameter management
+# ---
+
 # %% [markdown]
-# # 2. Parameter management
+# # Lesson 2: Parameter management
 #
 # A model is trained by changing its parameters. This lesson is about reaching
 # them: reading them by name, looking at their values and gradients, sharing one

@@ -1,3 +1,18 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: kernelspec
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
 # %% [markdown]
 # # Exercise 3: Parameter initialization
 #
@@ -29,7 +44,7 @@ _ = torch.manual_seed(0)
 # 0.01) and set its bias to zero; leave every other kind of module untouched.
 # Some `nn.Linear` layers are built with `bias=False`: they have no bias to zero.
 
-# %% answer id=init_normal
+# %% answer grade_id="init_normal"
 def init_normal(m):
     ### BEGIN SOLUTION
     if isinstance(m, nn.Linear):
@@ -38,7 +53,7 @@ def init_normal(m):
             nn.init.zeros_(m.bias)
     ### END SOLUTION
 
-# %% tests id=test_init_normal points=2
+# %% tests grade_id="test_init_normal" points=2
 # Bounds: 10**6 weights from N(0, 0.01**2). The sample std has a standard error of
 # 0.01 / sqrt(2 * 10**6) = 7e-6 and the mean one of 0.01 / 1000 = 1e-5, so the
 # margins 5e-4 (std) and 2e-4 (mean) are 20+ standard errors: a correct answer
@@ -95,7 +110,7 @@ assert _single.weight.is_leaf and _single.weight.requires_grad, \
 #
 # Hint: there is a way with one uniform draw and one multiplication.
 
-# %% answer id=weird_init_
+# %% answer grade_id="weird_init_"
 def weird_init_(tensor):
     ### BEGIN SOLUTION
     with torch.no_grad():
@@ -104,7 +119,7 @@ def weird_init_(tensor):
     return tensor
     ### END SOLUTION
 
-# %% tests id=test_weird_init_ points=3
+# %% tests grade_id="test_weird_init_" points=3
 # Bounds: n = 200 000 entries. Each share below is a binomial proportion whose
 # standard error is at most sqrt(0.25 / n) = 0.0011; the margin 0.01 is 9
 # standard errors, so a correct answer fails with probability below 1e-18 (and
@@ -162,14 +177,14 @@ assert not torch.equal(_again, _d), "Two calls should give different random valu
 # apply your `weird_init_` to its weight (call it, do not copy its code). Other
 # modules stay untouched.
 
-# %% answer id=my_init
+# %% answer grade_id="my_init"
 def my_init(m):
     ### BEGIN SOLUTION
     if isinstance(m, nn.Linear):
         weird_init_(m.weight)
     ### END SOLUTION
 
-# %% tests id=test_my_init points=1
+# %% tests grade_id="test_my_init" points=1
 # These tests replay your own weird_init_: from the same random seed, the weight
 # my_init leaves must equal what weird_init_ makes of a copy of it. So they grade
 # my_init alone (weird_init_ has its own test above), and they work however
@@ -244,7 +259,7 @@ assert torch.equal(_lone.weight, _expected), "Called directly on one nn.Linear, 
 # Hint: a forward hook (`module.register_forward_hook(fn)`) sees each module's
 # output; it returns a handle whose `remove()` takes the hook off again.
 
-# %% answer id=activation_stds
+# %% answer grade_id="activation_stds"
 def activation_stds(net, x):
     ### BEGIN SOLUTION
     stds = []
@@ -262,7 +277,7 @@ def activation_stds(net, x):
     return stds
     ### END SOLUTION
 
-# %% tests id=test_activation_stds points=3
+# %% tests grade_id="test_activation_stds" points=3
 # Outputs have at least 4096 entries, so the sample and the population std
 # differ by under 1.3e-4 relative; the tolerance 1e-3 accepts both.
 def _close(got, expected):
@@ -339,7 +354,7 @@ assert activation_stds(nn.Sequential(nn.ReLU(), nn.Tanh()), _x) == [], "A net wi
 # example `orthogonal_`, `trunc_normal_`, `sparse_`, `eye_` or `dirac_`). Say in
 # two or three sentences what it does and in which situation you would choose it.
 
-# %% [markdown] manual id=initializer_answer points=2
+# %% manual [markdown] grade_id="initializer_answer" points=2
 # Model answer (one of several): `orthogonal_` fills a weight with a (semi-)
 # orthogonal matrix, so the layer rotates its input without stretching or
 # shrinking it: every singular value is 1 (times the gain). That keeps the norm of

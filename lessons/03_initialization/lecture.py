@@ -1,5 +1,23 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: lesson
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   lesson:
+#     gpu: false
+#     title: Parameter initialization
+# ---
+
 # %% [markdown]
-# # 3. Parameter initialization
+# # Lesson 3: Parameter initialization
 #
 # Before training starts, every parameter needs a value. PyTorch picks one for
 # each layer, `nn.init` offers the usual alternatives, and we can write our own.

@@ -1,3 +1,18 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: kernelspec
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
 # %% [markdown]
 # # Exercise 4: Lazy initialization
 #
@@ -33,13 +48,13 @@ _ = torch.manual_seed(0)  # the same random examples on every run
 # Hint: a placeholder cannot tell you its shape or size; test what kind of
 # object it is.
 
-# %% answer id=has_uninitialized_params
+# %% answer grade_id="has_uninitialized_params"
 def has_uninitialized_params(module):
     ### BEGIN SOLUTION
     return any(isinstance(p, nn.parameter.UninitializedParameter) for p in module.parameters())
     ### END SOLUTION
 
-# %% tests id=test_has_uninitialized_params points=2
+# %% tests grade_id="test_has_uninitialized_params" points=2
 _net = nn.Sequential(nn.LazyLinear(4), nn.ReLU(), nn.LazyLinear(2))
 assert has_uninitialized_params(_net) is True, \
     "A network of fresh lazy layers still has placeholders: expected True."
@@ -87,7 +102,7 @@ assert isinstance(_result, bool), f"Return a plain bool, not {type(_result).__na
 # train normally: a later forward pass with gradients and `backward()` has to
 # work.
 
-# %% answer id=apply_init
+# %% answer grade_id="apply_init"
 def apply_init(net, example_input, init_fn=None):
     ### BEGIN SOLUTION
     modes = {module: module.training for module in net.modules()}
@@ -103,7 +118,7 @@ def apply_init(net, example_input, init_fn=None):
     return net
     ### END SOLUTION
 
-# %% tests id=test_apply_init points=3
+# %% tests grade_id="test_apply_init" points=3
 def _is_placeholder(p):
     return isinstance(p, nn.parameter.UninitializedParameter)
 
@@ -214,7 +229,7 @@ assert _failing.training, "Even when the dry run fails, the network should get i
 # for every parameter, in the order of `named_parameters()`, for example
 # `[('0.weight', (8, 5)), ('0.bias', (8,)), ...]`.
 
-# %% answer id=infer_shapes
+# %% answer grade_id="infer_shapes"
 def infer_shapes(net, input_shape):
     ### BEGIN SOLUTION
     with torch.no_grad():
@@ -222,7 +237,7 @@ def infer_shapes(net, input_shape):
     return [(name, tuple(p.shape)) for name, p in net.named_parameters()]
     ### END SOLUTION
 
-# %% tests id=test_infer_shapes points=2
+# %% tests grade_id="test_infer_shapes" points=2
 _net = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(3))
 _shapes = infer_shapes(_net, (2, 5))
 assert isinstance(_shapes, list), f"infer_shapes should return a list of pairs, not {type(_shapes).__name__}."
@@ -271,7 +286,7 @@ assert infer_shapes(nn.ReLU(), (2, 2)) == [], "A module without parameters shoul
 # arrives, or a sized layer after a lazy one expects a different width than the
 # lazy one produces? When do you find out?
 
-# %% [markdown] manual id=lazy_answer points=2
+# %% manual [markdown] grade_id="lazy_answer" points=2
 # (a) It works: the first layer is fully defined, and each lazy layer reads its
 # input width from the output of the layer before it during the first forward
 # pass (256 for the second layer, then whatever that one produces). Until that

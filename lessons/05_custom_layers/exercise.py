@@ -1,3 +1,18 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: kernelspec
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
 # %% [markdown]
 # # Exercise 5: Custom layers
 #
@@ -23,14 +38,14 @@ _ = torch.manual_seed(0)  # the same random examples on every run
 # minus the mean of **all** its entries. It owns no parameters, and it must not
 # change its input.
 
-# %% answer id=CenteredLayer
+# %% answer grade_id="CenteredLayer"
 class CenteredLayer(nn.Module):
     def forward(self, X):
         ### BEGIN SOLUTION
         return X - X.mean()
         ### END SOLUTION
 
-# %% tests id=test_CenteredLayer points=1
+# %% tests grade_id="test_CenteredLayer" points=1
 _X = torch.tensor([[1.0, 2.0], [3.0, 10.0]])
 _kept = _X.clone()
 _out = CenteredLayer()(_X)
@@ -61,7 +76,7 @@ assert abs(_net(torch.randn(4, 3)).mean().item()) < 1e-5, "Inside nn.Sequential 
 # `b` has shape `(units,)`. Both are **parameters** (any initialization and any
 # attribute names will do), and gradients must reach both of them.
 
-# %% answer id=MyLinear
+# %% answer grade_id="MyLinear"
 class MyLinear(nn.Module):
     def __init__(self, in_units, units):
         super().__init__()
@@ -75,7 +90,7 @@ class MyLinear(nn.Module):
         return F.relu(X @ self.weight + self.bias)
         ### END SOLUTION
 
-# %% tests id=test_MyLinear points=3
+# %% tests grade_id="test_MyLinear" points=3
 def _find_param(module, shape, what):
     """The one parameter of the given shape; attribute names do not matter."""
     found = [p for p in module.parameters() if tuple(p.shape) == tuple(shape)]
@@ -149,7 +164,7 @@ assert sum(p.numel() for p in _net.parameters()) == 6 * 4 + 4 + 4 * 2 + 2, \
 # Every output is a quadratic form of the input. `torch.einsum` writes this in
 # one line, but loops are fine too.
 
-# %% answer id=TensorReduction
+# %% answer grade_id="TensorReduction"
 class TensorReduction(nn.Module):
     def __init__(self, in_features, out_features):
         super().__init__()
@@ -162,7 +177,7 @@ class TensorReduction(nn.Module):
         return torch.einsum("ijk,bi,bj->bk", self.weight, x, x)
         ### END SOLUTION
 
-# %% tests id=test_TensorReduction points=3
+# %% tests grade_id="test_TensorReduction" points=3
 def _check_reduction(in_features, out_features, batch, seed):
     torch.manual_seed(seed)
     layer = TensorReduction(in_features, out_features)
@@ -207,7 +222,7 @@ assert sum(p.numel() for p in _layer.parameters()) == 3 * 3 * 2, "The only param
 # the discrete Fourier transform `torch.fft.fft` along the last dimension. All
 # other dimensions (batches) are kept as they are; `n` may be odd or even.
 
-# %% answer id=FourierHalf
+# %% answer grade_id="FourierHalf"
 class FourierHalf(nn.Module):
     def forward(self, X):
         ### BEGIN SOLUTION
@@ -215,7 +230,7 @@ class FourierHalf(nn.Module):
         return torch.fft.fft(X, dim=-1)[..., : (n + 1) // 2]
         ### END SOLUTION
 
-# %% tests id=test_FourierHalf points=2
+# %% tests grade_id="test_FourierHalf" points=2
 def _dft_half(X):
     """The first (n + 1) // 2 DFT coefficients from the definition:
     c_k = sum_j x_j exp(-2 pi i j k / n), as a matrix product in double precision."""
@@ -260,7 +275,7 @@ _check_fourier((4, 5, 6), seed=49, dtype=torch.float64)
 # not? Think of what is learned, what is fixed, and what should be saved with the
 # model or moved with `.to()`.
 
-# %% [markdown] manual id=own_params_answer points=2
+# %% manual [markdown] grade_id="own_params_answer" points=2
 # A layer owns parameters when part of its computation should be *learned*:
 # the values are adjusted by the optimizer, so they must be `nn.Parameter`s
 # registered on the layer, appear in `parameters()` and the `state_dict`, follow

@@ -1,3 +1,21 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: lesson
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   lesson:
+#     gpu: false
+#     title: Custom layers
+# ---
+
 # %% [markdown]
 # # Lesson 5: Custom layers
 #

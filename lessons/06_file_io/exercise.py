@@ -1,3 +1,18 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: kernelspec
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
 # %% [markdown]
 # # Exercise 6: File I/O
 #
@@ -39,7 +54,7 @@ _ = torch.manual_seed(0)  # the same random examples on every run
 # models in the tests use dropout and the training loop draws random data, so
 # think about everything that influences the next steps.
 
-# %% answer id=checkpoint
+# %% answer grade_id="checkpoint"
 def save_checkpoint(path, model, optimizer, epoch):
     ### BEGIN SOLUTION
     torch.save({
@@ -65,7 +80,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu"):
     return state["epoch"]
     ### END SOLUTION
 
-# %% tests id=test_checkpoint points=4
+# %% tests grade_id="test_checkpoint" points=4
 def _make_model():
     return nn.Sequential(nn.Linear(5, 16), nn.ReLU(), nn.Dropout(0.5), nn.Linear(16, 1))
 
@@ -141,7 +156,7 @@ assert _calls, "load_checkpoint should pass its map_location argument on to torc
 # Hint: write to a temporary file in the same directory, then move it into place
 # with `os.replace`, which is atomic on one file system.
 
-# %% answer id=atomic_save
+# %% answer grade_id="atomic_save"
 def atomic_save(obj, path):
     ### BEGIN SOLUTION
     path = Path(path)
@@ -157,7 +172,7 @@ def atomic_save(obj, path):
         raise
     ### END SOLUTION
 
-# %% tests id=test_atomic_save points=3
+# %% tests grade_id="test_atomic_save" points=3
 # The crash here is real, not simulated: an object that raises while torch.save
 # pickles it, after the bytes of the tensors before it are on their way. A save
 # straight into `path` leaves a broken file there.
@@ -217,7 +232,7 @@ with tempfile.TemporaryDirectory() as _folder:
 # or tuple), leave every other parameter and buffer of `model` untouched, and
 # return the keys that were loaded (any list, tuple or set of them).
 
-# %% answer id=load_prefix
+# %% answer grade_id="load_prefix"
 def load_prefix(model, state_dict, prefixes):
     ### BEGIN SOLUTION
     chosen = {key: value for key, value in state_dict.items() if key.startswith(tuple(prefixes))}
@@ -225,7 +240,7 @@ def load_prefix(model, state_dict, prefixes):
     return list(chosen)
     ### END SOLUTION
 
-# %% tests id=test_load_prefix points=2
+# %% tests grade_id="test_load_prefix" points=2
 torch.manual_seed(20)
 _source = nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 2))
 _target = nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 2))
@@ -274,13 +289,13 @@ assert not torch.equal(_fresh[0].weight, _state["0.weight"]), \
 # for a file whose pickle would construct arbitrary objects or call arbitrary
 # functions. It must never fall back to an unsafe load.
 
-# %% answer id=safe_load
+# %% answer grade_id="safe_load"
 def safe_load(path):
     ### BEGIN SOLUTION
     return torch.load(path, map_location="cpu", weights_only=True)
     ### END SOLUTION
 
-# %% tests id=test_safe_load points=2
+# %% tests grade_id="test_safe_load" points=2
 class _Payload:
     """A harmless stand-in for an attack: unpickling it would call os.getcwd()."""
     def __reduce__(self):
@@ -336,7 +351,7 @@ with tempfile.TemporaryDirectory() as _folder:
 # same machine, in the same notebook. What does writing its parameters (and
 # checkpoints) to disk still buy you? Give at least three concrete reasons.
 
-# %% [markdown] manual id=why_save_answer points=2
+# %% manual [markdown] grade_id="why_save_answer" points=2
 # Model answer: (1) Recovery: a crash, a timeout on a shared cluster or a closed
 # laptop does not cost the whole training run; you resume from the last
 # checkpoint, and with optimizer and RNG state exactly. (2) Reproducibility and

@@ -1,5 +1,23 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: lesson
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   lesson:
+#     gpu: false
+#     title: File I/O
+# ---
+
 # %% [markdown]
-# # 6 File I/O: saving and loading
+# # Lesson 6: File I/O (saving and loading)
 #
 # Training takes time, machines crash and models move between computers. This
 # lesson covers how to put tensors and models on disk and get them back:

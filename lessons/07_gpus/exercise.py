@@ -1,3 +1,18 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: kernelspec
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
 # %% [markdown]
 # # Exercise 7: GPUs
 #
@@ -97,7 +112,7 @@ def _host_reads(fn):
 # than `i` CUDA devices; otherwise `torch.device("mps")` if `i == 0` and MPS is
 # available; otherwise `torch.device("cpu")`.
 
-# %% answer id=try_gpu
+# %% answer grade_id="try_gpu"
 def try_gpu(i=0):
     ### BEGIN SOLUTION
     if torch.cuda.device_count() > i:
@@ -107,7 +122,7 @@ def try_gpu(i=0):
     return torch.device("cpu")
     ### END SOLUTION
 
-# %% tests id=test_try_gpu points=2
+# %% tests grade_id="test_try_gpu" points=2
 def _is(value, kind, index=None):
     """True if value names the device kind:index (for cpu and mps, index None and 0 both count)."""
     try:
@@ -153,7 +168,7 @@ with _simulated(cuda=1):
 # if there are any; otherwise `[torch.device("mps")]` if MPS is available;
 # otherwise `[torch.device("cpu")]`. It is never empty.
 
-# %% answer id=try_all_gpus
+# %% answer grade_id="try_all_gpus"
 def try_all_gpus():
     ### BEGIN SOLUTION
     n = torch.cuda.device_count()
@@ -164,7 +179,7 @@ def try_all_gpus():
     return [torch.device("cpu")]
     ### END SOLUTION
 
-# %% tests id=test_try_all_gpus points=1
+# %% tests grade_id="test_try_all_gpus" points=1
 def _devices(value):
     """The result as a list of (type, index) pairs, index 0 for an unnumbered cpu or mps."""
     assert value is not None, "try_all_gpus() returned None: return a list of devices."
@@ -203,7 +218,7 @@ assert len(try_all_gpus()) >= 1, "On this machine the list should not be empty."
 # Tip: the `meta` device exists on every machine, so you can try this out even
 # without a GPU: `to_device(batch, torch.device("meta"))`.
 
-# %% answer id=to_device
+# %% answer grade_id="to_device"
 def to_device(obj, device):
     ### BEGIN SOLUTION
     if isinstance(obj, torch.Tensor):
@@ -217,7 +232,7 @@ def to_device(obj, device):
     return obj
     ### END SOLUTION
 
-# %% tests id=test_to_device points=2
+# %% tests grade_id="test_to_device" points=2
 _meta = torch.device("meta")
 _batch = {"x": torch.ones(2, 3), "pair": (torch.zeros(4), 3), "items": [torch.arange(2), "name"]}
 _moved = to_device(_batch, _meta)
@@ -259,7 +274,7 @@ assert to_device([_text], _meta)[0] is _text, "Non-tensor values should be the s
 # read of the clock (`time.perf_counter()`); on other devices, do not call it. A
 # warm-up call before timing is allowed.
 
-# %% answer id=timed
+# %% answer grade_id="timed"
 def timed(fn, device, repeats=10):
     ### BEGIN SOLUTION
     device = torch.device(device)
@@ -276,7 +291,7 @@ def timed(fn, device, repeats=10):
     return (time.perf_counter() - start) / repeats
     ### END SOLUTION
 
-# %% tests id=test_timed points=2
+# %% tests grade_id="test_timed" points=2
 def _timed_with_log(device, repeats, work=lambda: None, **kwargs):
     """Run timed() with torch.cuda.synchronize replaced by a logger; return (result, log)."""
     log = []
@@ -341,7 +356,7 @@ assert _log.count("fn") >= 1 and 0.049 <= _seconds < 0.2, f"With repeats=1, expe
 #
 # Either way return a list of `n` Python floats; both ways give the same list.
 
-# %% answer id=log_norms
+# %% answer grade_id="log_norms"
 def log_norms(n, size, device, on_device=True):
     ### BEGIN SOLUTION
     generator = torch.Generator().manual_seed(0)
@@ -356,7 +371,7 @@ def log_norms(n, size, device, on_device=True):
     return norms
     ### END SOLUTION
 
-# %% tests id=test_log_norms points=2
+# %% tests grade_id="test_log_norms" points=2
 _cpu = torch.device("cpu")
 _kept = log_norms(5, 64, _cpu, on_device=True)
 assert isinstance(_kept, list) and len(_kept) == 5, f"Expected a list of 5 norms, got {type(_kept).__name__}."
@@ -425,7 +440,7 @@ plt.show()
 # why would that cost be much larger on a CUDA GPU than on a CPU? What else does
 # each call of `log_norms` spend time on besides the products?
 
-# %% [markdown] manual id=timing_answer points=2
+# %% manual [markdown] grade_id="timing_answer" points=2
 # Model answer: For small matrices the products are tiny, so the time is
 # overhead: Python, dispatching each operation, drawing the random numbers on the
 # CPU and (on a GPU) launching kernels and copying the matrices to the device.

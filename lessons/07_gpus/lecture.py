@@ -1,5 +1,23 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: lesson
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   lesson:
+#     gpu: true
+#     title: GPUs
+# ---
+
 # %% [markdown]
-# # 7 GPUs
+# # Lesson 7: GPUs
 #
 # Everything so far ran on the CPU. This lesson shows how PyTorch names devices,
 # how to pick one that exists, how tensors and models move between devices, what
@@ -37,7 +55,7 @@ print(repr(torch.device("cuda", 1)))
 # These calls ask the hardware, so their answers differ between machines (this
 # cell's output is not checked). `device_count()` is 0 when there is no CUDA GPU.
 
-# %% tags=nbval-ignore-output
+# %% tags=["nbval-ignore-output"]
 n_cuda = torch.cuda.device_count()
 assert torch.cuda.is_available() == (n_cuda > 0)
 print("CUDA available:", torch.cuda.is_available(), "| CUDA devices:", n_cuda)
@@ -47,7 +65,7 @@ print("MPS available: ", torch.backends.mps.is_available())
 # On a machine with an NVIDIA driver, the `nvidia-smi` tool lists the GPUs, their
 # memory and the processes using them. We run it only where it exists.
 
-# %% tags=nbval-ignore-output
+# %% tags=["nbval-ignore-output"]
 if shutil.which("nvidia-smi"):
     report = subprocess.run(["nvidia-smi"], capture_output=True, text=True, timeout=30)
     print(report.stdout)
@@ -168,7 +186,7 @@ except RuntimeError as error:
 # tensor, a scalar, may be combined with a GPU tensor.) On a CPU-only machine
 # there is nothing to mix, so the cell only says so.
 
-# %% tags=nbval-ignore-output
+# %% tags=["nbval-ignore-output"]
 if device.type != "cpu":
     try:
         torch.ones(2, 2, device=device) + torch.ones(2, 2)
@@ -291,7 +309,7 @@ def per_call(fn, device, min_run_time=0.05):
 #
 # The numbers depend on the machine, so the cell checks only that they make sense.
 
-# %% tags=nbval-ignore-output
+# %% tags=["nbval-ignore-output"]
 def experiments(device):
     torch.manual_seed(2)
     rows = torch.randn(256, 64).to(device)
@@ -357,7 +375,7 @@ plt.show()
 # What timing *without* synchronizing would report on a GPU: only the time to
 # queue the work. (On the CPU both numbers agree, since nothing is queued.)
 
-# %% tags=nbval-ignore-output
+# %% tags=["nbval-ignore-output"]
 big = torch.randn(512, 512).to(device)
 synchronize(device)
 start = time.perf_counter()
