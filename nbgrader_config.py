@@ -5,9 +5,12 @@ the repository root (`make lab`, `make exercises`, the tests); everything is
 anchored to this file's folder so a different working directory cannot move it.
 """
 import os
+import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
+# The grader package lives next to this file (and is also installed in .venv).
+sys.path.insert(0, here)
 
 c.CourseDirectory.course_id = "pytorch-building-blocks"
 c.CourseDirectory.root = here
@@ -30,3 +33,15 @@ c.Exchange.path_includes_course = True
 
 # Generated notebooks carry no stored outputs.
 c.ClearOutput.enabled = True
+
+# Every autograde (the nbgrader CLI, Formgrader's Autograde button, `python -m
+# grader grade`) runs the course's safe engine (grader/pipeline.py): unreadable
+# or mangled submissions repaired or graded 0 with a reason instead of dropped,
+# student code in a bubblewrap sandbox with a clean environment and time
+# limits, kernel deaths graded. Without bubblewrap installed, autograde refuses
+# to run student code. Only if you trust every submission, call
+# use_safe_autograde(c, trusted=True) instead: then code runs UNSANDBOXED where
+# bubblewrap is missing, with a warning for every notebook.
+from grader.pipeline import use_safe_autograde  # noqa: E402
+
+use_safe_autograde(c)

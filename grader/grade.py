@@ -4,10 +4,11 @@ nbgrader stays the engine: the course's own config, its gradebook (SQLite by
 default, any `db_url` it supports), its sanitizing (restoring locked and hidden
 test cells) and its scoring. Around it, this module
 
-- collects and restores submissions (collect.py, restore.py) so that unreadable
-  or mangled files still get a row and the right score;
-- replaces nbgrader's Execute step with GuardedExecute (sandbox, time limits,
-  kernel deaths graded instead of dropped);
+- collects a folder of downloads (collect.py) into nbgrader's submitted/
+  layout, one entry per student, unreadable files included;
+- runs the course's engine (pipeline.py: lenient reading, restore, the
+  sandboxed GuardedExecute, notes), exactly what nbgrader's own autograde and
+  Formgrader run with the course config, so every path gives the same row;
 - runs `jobs` long-lived worker processes, each calling nbgrader's Python API,
   so the CLI's start-up is paid once per worker, not once per student.
 """
@@ -25,7 +26,7 @@ import nbformat
 
 from tools import course
 
-from . import collect, restore
+from . import collect
 
 
 @dataclass
@@ -78,19 +79,15 @@ def _start_worker(options: Options, slots) -> None:
     global _worker_api
     import logging
 
-    from nbconvert.preprocessors import ClearMetadataPreprocessor
-    from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern,
-                                        LimitOutput, SaveAutoGrades)
-
-    from .execute import GuardedExecute
+    from . import pipeline
     from .sandbox import FIRST_UID
 
     quiet_nbgrader()
     slot = slots.get()
     config = course_config(options)
-    config.Autograde.autograde_preprocessors = [
-        GuardedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
-        SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+    # The course's own engine, as nbgrader's CLI and Formgrader run it; --no-sandbox
+    # is the explicit statement that this class's code is trusted.
+    pipeline.use_safe_autograde(config, trusted=not options.sandbox)
     config.GuardedExecute.timeout = options.cell_timeout
     config.GuardedExecute.notebook_timeout = options.notebook_timeout
     config.GuardedExecute.sandbox = options.sandbox
@@ -104,38 +101,39 @@ def _start_worker(options: Options, slots) -> None:
     logging.getLogger("traitlets").setLevel(logging.CRITICAL)
 
 
-def _autograde(task: tuple[str, str]) -> tuple[str, bool, str, list[str]]:
+def _autograde(task: tuple[str, str]) -> tuple[str, bool, str]:
     assignment, grader_id = task
     result = _worker_api.autograde(assignment, grader_id, force=True, create=True)
-    problems: list[str] = []
-    autograded = (Path(_worker_api.coursedir.root) / _worker_api.coursedir.autograded_directory /
-                  grader_id / assignment / f"{assignment}.ipynb")
-    if autograded.exists():
-        nb = nbformat.read(autograded, as_version=4)
-        problems = nb.metadata.get("grader", {}).get("problems", [])
     log = (result.get("error") or result.get("log") or "").strip().splitlines()
-    return grader_id, bool(result["success"]), (log[-1] if log else ""), problems
+    return grader_id, bool(result["success"]), (log[-1] if log else "")
+
+
+def graded_metadata(config, assignment: str, grader_id: str) -> dict | None:
+    """The reasons the engine recorded (pipeline.py) in the autograded notebook, or None if there is none."""
+    from nbgrader.coursedir import CourseDirectory
+
+    coursedir = CourseDirectory(config=config)
+    path = Path(coursedir.format_path(coursedir.autograded_directory, grader_id, assignment)) / f"{assignment}.ipynb"
+    if not path.exists():
+        return None
+    return nbformat.read(path, as_version=4).metadata.get("grader", {})
 
 
 # -- the whole class ----------------------------------------------------------------
-def prepare(options: Options, submissions: list[collect.Submission]) -> nbformat.NotebookNode:
-    """Register the assignment, then write restored notebooks where nbgrader reads them."""
+def prepare(options: Options, submissions: list[collect.Submission]) -> None:
+    """Register the assignment, then put each handed-in file, as it is, where nbgrader reads it:
+    reading, repairing and running it is the engine's work (pipeline.py), the same on every path."""
     api = course.api(course_config(options))
-    course.generate(api, options.assignment)
+    course.register(api, options.assignment)
     root = Path(api.coursedir.root)
-    released = nbformat.read(root / api.coursedir.release_directory / options.assignment /
-                             f"{options.assignment}.ipynb", as_version=4)
     for submission in submissions:
         for folder in (api.coursedir.submitted_directory, api.coursedir.autograded_directory):
             shutil.rmtree(root / folder / submission.grader_id / options.assignment, ignore_errors=True)
-        if submission.notebook is None:
+        if submission.source is None:
             continue
-        nb, notes = restore.restore(submission.notebook, released)
-        submission.notes += notes
         target = root / api.coursedir.submitted_directory / submission.grader_id / options.assignment
         target.mkdir(parents=True, exist_ok=True)
-        nbformat.write(nb, target / f"{options.assignment}.ipynb")
-    return released
+        shutil.copyfile(submission.source, target / f"{options.assignment}.ipynb")
 
 
 def _progress(done: int, total: int, started: float) -> None:
@@ -154,8 +152,8 @@ def run(options: Options) -> list[Row]:
     quiet_nbgrader()
     submissions = collect.collect(options.submissions, options.assignment)
     prepare(options, submissions)
-    to_grade = [s for s in submissions if s.problem is None]
-    outcome: dict[str, tuple[bool, str, list[str]]] = {}
+    to_grade = [s for s in submissions if s.source is not None]
+    outcome: dict[str, tuple[bool, str]] = {}
     started = time.monotonic()
     _progress(0, len(to_grade), started)
     tasks = [(options.assignment, s.grader_id) for s in to_grade]
@@ -174,8 +172,8 @@ def run(options: Options) -> list[Row]:
         pool = context.Pool(jobs, initializer=_start_worker, initargs=(options, slots))
         results = pool.imap_unordered(_autograde, tasks)
     try:
-        for n, (grader_id, ok, message, problems) in enumerate(results, 1):
-            outcome[grader_id] = (ok, message, problems)
+        for n, (grader_id, ok, message) in enumerate(results, 1):
+            outcome[grader_id] = (ok, message)
             _progress(n, len(to_grade), started)
     finally:
         if tasks and jobs > 1:
@@ -202,12 +200,17 @@ def rows(options: Options, submissions, outcome) -> list[Row]:
         for submission in submissions:
             row = Row(submission.student, max_score=max_auto, grader_id=submission.grader_id)
             details = list(submission.notes)
-            if submission.problem is not None:
+            engine = None if submission.source is None else graded_metadata(config, options.assignment,
+                                                                             submission.grader_id)
+            if submission.source is None:
                 row.status = "invalid"
                 details.insert(0, submission.problem)
+            elif engine is not None and engine.get("invalid"):
+                row.status = "invalid"
+                details.insert(0, engine["invalid"])
             else:
-                ok, message, problems = outcome[submission.grader_id]
-                details += problems
+                ok, message = outcome.get(submission.grader_id, (engine is not None, "not autograded"))
+                details += [p for p in (engine or {}).get("problems", []) if p not in details]
                 try:
                     graded = gradebook.find_submission(options.assignment, submission.grader_id)
                 except MissingEntry:

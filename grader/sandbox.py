@@ -31,6 +31,23 @@ INSTALL_HINT = ("bubblewrap (bwrap) is needed to isolate student code: install i
                 "(Fedora), or pass --no-sandbox to grade without isolation.")
 SYSTEM_FOLDERS = ("/usr", "/etc", "/opt/conda")
 FIRST_UID = 64000
+# The only variables a student's kernel gets from the grader's environment
+# (everything else, tokens and database passwords included, stays out).
+PASSED_THROUGH = ("PATH", "LANG", "LANGUAGE", "TZ")
+PASSED_THROUGH_PREFIXES = ("LC_",)
+
+
+def clean_environment(scratch: str) -> dict[str, str]:
+    """The whole environment of a student's kernel: an allowlist, never the instructor's variables."""
+    env = {k: v for k, v in os.environ.items()
+           if k in PASSED_THROUGH or k.startswith(PASSED_THROUGH_PREFIXES)}
+    env.setdefault("PATH", os.defpath)
+    bin_dir = os.path.dirname(sys.executable)  # the kernel's interpreter and its tools
+    if bin_dir not in env["PATH"].split(os.pathsep):
+        env["PATH"] = bin_dir + os.pathsep + env["PATH"]
+    env.update(HOME=scratch, TMPDIR="/tmp", MPLCONFIGDIR=os.path.join(scratch, ".matplotlib"),
+               PYTHONNOUSERSITE="1")
+    return env
 
 
 def available() -> bool:
@@ -45,7 +62,7 @@ def _ancestors(path: str) -> list[str]:
 def command(inner: list[str], scratch: str, sockets: str, *, memory_mb: int, max_processes: int,
             file_mb: int, uid: int | None) -> list[str]:
     """The bwrap command line that runs `inner` in a sandbox around `scratch`."""
-    args = ["bwrap", "--die-with-parent", "--unshare-net", "--unshare-pid", "--unshare-ipc",
+    args = ["bwrap", "--die-with-parent", "--clearenv", "--unshare-net", "--unshare-pid", "--unshare-ipc",
             "--unshare-uts", "--unshare-cgroup-try", "--hostname", "grader",
             "--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"]
     for folder in SYSTEM_FOLDERS:
@@ -76,8 +93,9 @@ def command(inner: list[str], scratch: str, sockets: str, *, memory_mb: int, max
                 args += ["--perms", "0755", "--dir", parent]
     for source, target, kind in mounts:
         args += [kind, source, target]
-    args += ["--chdir", scratch, "--unsetenv", "JPY_PARENT_PID", "--setenv", "HOME", scratch,
-             "--setenv", "MPLCONFIGDIR", os.path.join(scratch, ".matplotlib")]
+    args += ["--chdir", scratch]
+    for name, value in clean_environment(scratch).items():
+        args += ["--setenv", name, value]
     limits = [shutil.which("prlimit") or "prlimit", f"--as={memory_mb * 1024 * 1024}",
               f"--nproc={max_processes}", f"--fsize={file_mb * 1024 * 1024}", "--nofile=256", "--core=0", "--"]
     if uid is not None:
@@ -135,6 +153,9 @@ class SandboxedKernelManager(AsyncKernelManager):
         # What a student's kernel prints outside cells is not the grader's output.
         kw.setdefault("stdout", subprocess.DEVNULL)
         kw.setdefault("stderr", subprocess.DEVNULL)
+        # Sandboxed or not, the kernel sees an allowlisted environment only
+        # (bwrap also starts from an empty one, --clearenv).
+        kw["env"] = clean_environment(self.scratch or self._sockets)
         return await super()._async_start_kernel(**kw)
 
     start_kernel = _async_start_kernel

@@ -1,8 +1,6 @@
 """Submissions of exercise 1 as students really hand them in, good and bad,
-each with the score, status and reason the grader must give it.
-
-Lesson 1's graded tests, in order: MySequential 3, ParallelBlock 2,
-make_stack 2, FixedHiddenMLP 3 points (10 in all).
+each with the score, status and reason the grader must give it. Scores are
+computed from the exercise's own points (submissions.points), never restated.
 """
 from __future__ import annotations
 
@@ -15,7 +13,16 @@ import nbformat
 import submissions
 
 A = "01_blocks"
-FULL = 10
+POINTS = submissions.points(A)       # graded test cell -> points, in notebook order
+FULL = sum(POINTS.values())
+# Variables planted in the grader's environment; student code must never see them.
+PLANTED = {"GRADER_TEST_TOKEN": "planted-token-6f1d", "PGPASSWORD": "planted-password-93ab"}
+
+
+def before(test_id: str) -> int:
+    """Points of the graded tests that run before `test_id` (a kernel death there loses the rest)."""
+    names = list(POINTS)
+    return sum(POINTS[name] for name in names[:names.index(test_id)])
 
 
 @dataclass
@@ -34,6 +41,13 @@ def _grade_id(cell):
 
 def _index(nb, grade_id):
     return next(i for i, c in enumerate(nb.cells) if _grade_id(c) == grade_id)
+
+
+# Prints every variable the kernel sees, and whether a planted one is among them.
+ENVIRONMENT_PROBE = """import os
+print("ENVIRONMENT", sorted(os.environ))
+print("PLANTED SEEN" if any(v in os.environ.values() for v in %r) else "PLANTED NOT SEEN")
+""" % (sorted(PLANTED.values()),)
 
 
 def _answer_prefix(code):
@@ -171,29 +185,29 @@ print("SPAWNED")
     found = [
         Case("correct.ipynb", "correct", FULL, "graded", "", _notebook("correct.ipynb", lambda: submissions.answered(A))),
         Case("blank.ipynb", "blank", 0, "graded", "failed: test_MySequential", _notebook("blank.ipynb", lambda: submissions.exercise(A))),
-        Case("one_wrong.ipynb", "one_wrong", FULL - 3, "graded", "failed: test_MySequential",
+        Case("one_wrong.ipynb", "one_wrong", FULL - POINTS["test_MySequential"], "graded", "failed: test_MySequential",
              _notebook("one_wrong.ipynb", lambda: submissions.answered(A, {wrong.answer_id: wrong.code}))),
         Case("loop_top.ipynb", "loop_top", FULL, "graded", "cell 4: timed out",
              _notebook("loop_top.ipynb", lambda: _extra_cell_first("while True:\n    pass"))),
-        Case("loop_in_item.ipynb", "loop_in_item", FULL - 2, "graded", "test_make_stack: timed out",
+        Case("loop_in_item.ipynb", "loop_in_item", FULL - POINTS["test_make_stack"], "graded", "test_make_stack: timed out",
              _notebook("loop_in_item.ipynb", lambda: _answer_prefix("    while True:\n        pass\n"))),
-        Case("ignores_sigint.ipynb", "ignores_sigint", 5, "graded", "test_make_stack: a cell ran past",
+        Case("ignores_sigint.ipynb", "ignores_sigint", before("test_make_stack"), "graded", "test_make_stack: a cell ran past",
              _notebook("ignores_sigint.ipynb", lambda: _answer_prefix(
                  "    import signal\n    signal.signal(signal.SIGINT, signal.SIG_IGN)\n    while True:\n        pass\n"))),
-        Case("memory_hog.ipynb", "memory_hog", FULL - 2, "graded", "failed: test_make_stack",
+        Case("memory_hog.ipynb", "memory_hog", FULL - POINTS["test_make_stack"], "graded", "failed: test_make_stack",
              _notebook("memory_hog.ipynb", lambda: _answer_prefix(
                  "    hog = []\n    while True:\n        hog.append(bytearray(50_000_000))\n"))),
-        Case("fork_bomb.ipynb", "fork_bomb", FULL - 2, "graded", "failed: test_make_stack",
+        Case("fork_bomb.ipynb", "fork_bomb", FULL - POINTS["test_make_stack"], "graded", "failed: test_make_stack",
              _notebook("fork_bomb.ipynb", lambda: _answer_prefix("    import os\n    while True:\n        os.fork()\n"))),
-        Case("os_exit.ipynb", "os_exit", 5, "graded", "test_make_stack: the kernel exited with status 3",
+        Case("os_exit.ipynb", "os_exit", before("test_make_stack"), "graded", "test_make_stack: the kernel exited with status 3",
              _notebook("os_exit.ipynb", lambda: _answer_prefix("    import os\n    os._exit(3)\n"))),
-        Case("sys_exit.ipynb", "sys_exit", FULL - 2, "graded", "failed: test_make_stack",
+        Case("sys_exit.ipynb", "sys_exit", FULL - POINTS["test_make_stack"], "graded", "failed: test_make_stack",
              _notebook("sys_exit.ipynb", lambda: _answer_prefix("    import sys\n    sys.exit(1)\n"))),
         Case("segfault.ipynb", "segfault", 0, "graded", "cell 4: the kernel was killed by signal 11",
              _notebook("segfault.ipynb", lambda: _extra_cell_first("import ctypes\nctypes.string_at(0)"))),
         Case("huge_output.ipynb", "huge_output", FULL, "graded", "test_make_stack: output truncated",
              _notebook("huge_output.ipynb", lambda: _answer_prefix("    print('x' * 5_000_000)\n"))),
-        Case("edited_tests.ipynb", "edited_tests", FULL - 3, "graded", "test_MySequential: read-only cell was edited",
+        Case("edited_tests.ipynb", "edited_tests", FULL - POINTS["test_MySequential"], "graded", "test_MySequential: read-only cell was edited",
              _notebook("edited_tests.ipynb", _edited_tests)),
         Case("deleted_tests.ipynb", "deleted_tests", FULL, "graded", "test_ParallelBlock: deleted",
              _notebook("deleted_tests.ipynb", _deleted_tests)),
@@ -201,7 +215,7 @@ print("SPAWNED")
              _notebook("reordered.ipynb", _reordered)),
         Case("retyped.ipynb", "retyped", FULL, "graded", "test_ParallelBlock: cell type changed",
              _notebook("retyped.ipynb", _retyped)),
-        Case("changed_points.ipynb", "changed_points", FULL - 3, "graded", "points changed to 100",
+        Case("changed_points.ipynb", "changed_points", FULL - POINTS["test_MySequential"], "graded", "points changed to 100",
              _notebook("changed_points.ipynb", _points)),
         Case("kernelspec.ipynb", "kernelspec", FULL, "graded", "kernel changed to 'ir'",
              _notebook("kernelspec.ipynb", _kernelspec)),
@@ -218,6 +232,8 @@ print("SPAWNED")
              _notebook("José María Ñúñez.ipynb", lambda: submissions.answered(A))),
         Case("twice", "twice", FULL, "graded", "2 files; graded twice/01_blocks.ipynb", _two_files),
         Case("nested", "nested", FULL, "graded", "", _nbgrader_layout),
+        Case("environment.ipynb", "environment", FULL, "graded", "",
+             _notebook("environment.ipynb", lambda: _extra_cell_first(ENVIRONMENT_PROBE))),
     ]
     def attacker():
         # One submission makes every attempt, each in a cell of its own.

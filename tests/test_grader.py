@@ -3,6 +3,7 @@
 All cases are graded in one run (as a class would be), in a scratch course so
 the repository's gradebook is never touched.
 """
+import os
 import shutil
 import socket
 import subprocess
@@ -67,8 +68,7 @@ def grade_folder(tmp, folder, jobs, **kw):
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    if not sandbox.available():
-        pytest.skip("bubblewrap is not installed here: `apt-get install bubblewrap` (.ci/run does)")
+    assert sandbox.available(), "bubblewrap is missing: make test installs it (tools/system_packages.sh)"
     tmp = tmp_path_factory.mktemp("class")
     folder = tmp / "submissions"
     folder.mkdir()
@@ -76,10 +76,14 @@ def graded(tmp_path_factory):
     cases = grader_cases.cases(listener.port, tmp / "course", folder)
     for case in cases:
         case.write(folder)
+    saved = {name: os.environ.get(name) for name in grader_cases.PLANTED}
+    os.environ.update(grader_cases.PLANTED)  # an instructor's secrets, as a hub or CI would set them
     try:
         root, rows = grade_folder(tmp, folder, jobs=2)
     finally:
         listener.close()
+        for name, value in saved.items():
+            os.environ.pop(name) if value is None else os.environ.__setitem__(name, value)
     csv_path = tmp / "grades.csv"
     export.write_csv(rows, csv_path)
     return {"root": root, "rows": {r.student_id: r for r in rows}, "cases": cases, "csv": csv_path,
@@ -104,7 +108,8 @@ def test_every_student_gets_exactly_one_row(graded):
     assert sorted(r["student_id"] for r in rows) == sorted(c.student for c in graded["cases"])
     assert set(rows[0]) >= {"student_id", "score", "max_score", "status", "detail"}
     by_id = {r["student_id"]: r for r in rows}
-    assert by_id["one_wrong"]["test_MySequential"] == "0" and by_id["one_wrong"]["score"] == "7"
+    expected = grader_cases.FULL - grader_cases.POINTS["test_MySequential"]
+    assert by_id["one_wrong"]["test_MySequential"] == "0" and float(by_id["one_wrong"]["score"]) == expected
     assert by_id["truncated"]["status"] == "invalid"
 
 
@@ -122,6 +127,13 @@ def test_student_code_cannot_write_outside_its_scratch_folder(graded):
     assert "WROTE" not in _outputs(graded["root"], "attacker")
     for place in (graded["root"], graded["folder"], ROOT):
         assert not (place / "pwned.txt").exists()
+
+
+def test_student_code_sees_none_of_the_graders_environment(graded):
+    text = _outputs(graded["root"], "environment")
+    assert "PLANTED NOT SEEN" in text, text
+    for name, value in grader_cases.PLANTED.items():
+        assert name not in text and value not in text
 
 
 def test_student_code_has_no_network(graded):

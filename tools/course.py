@@ -56,10 +56,23 @@ def api(config: Config):
 
 
 def temporary_course(root: Path, ids: list[str] | None = None):
-    """A course folder at `root` holding copies of the source notebooks."""
+    """A course folder at `root` holding copies of the source and released notebooks."""
     for assignment in ids or assignment_ids():
         shutil.copytree(ROOT / "solutions" / assignment, root / "solutions" / assignment)
+        shutil.copytree(ROOT / "exercises" / assignment, root / "exercises" / assignment)
     return api(load_config(root))
+
+
+def register(course_api, assignment: str) -> None:
+    """Put `assignment` into the gradebook (what generate_assignment records) without
+    rewriting the committed release: the student version is generated into a
+    scratch folder of the course, and grading restores against the release."""
+    from traitlets.config import Config
+
+    config = Config(course_api.config)
+    config.CourseDirectory.release_directory = os.path.join(".grader", "release")
+    scratch_api = api(config)
+    generate(scratch_api, assignment)
 
 
 def generate(course_api, assignment: str) -> None:

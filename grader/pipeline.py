@@ -1,0 +1,138 @@
+"""The one grading engine: what nbgrader's own autograde runs for this course.
+
+`nbgrader autograde`, Formgrader's **Autograde** button and `python -m grader
+grade` all run nbgrader's Autograde converter with the course's
+`nbgrader_config.py`, which calls `use_safe_autograde(c)`. That makes every
+path read, repair, run and annotate a submission the same way:
+
+- `SubmissionExporter` reads the submitted file leniently (collect.py): an
+  empty, truncated, binary or non-notebook file is not dropped but replaced by
+  the released exercise, marked invalid with the reason, so it gets a gradebook
+  entry with score 0 instead of vanishing;
+- `RestoreSubmission` (first sanitize step) puts the submission back into the
+  shape of the release (restore.py): stripped metadata, moved, retyped,
+  deleted or edited cells, changed points and kernels;
+- `GuardedExecute` (execute.py) runs it in the sandbox with a clean
+  environment, time limits, and kernel deaths graded instead of dropped;
+- `GraderNotes` (last autograde step) writes every reason into the notebook
+  as a first markdown cell, which Formgrader and the student's feedback show.
+
+Reasons travel in the notebook's metadata, `metadata.grader`:
+`{"invalid": reason or None, "problems": [...]}`; grade.py reads them back
+for its CSV rows, so both paths give the same row.
+"""
+from __future__ import annotations
+
+import copy
+import datetime
+import os
+from pathlib import Path
+
+import nbformat
+from nbconvert.exporters import NotebookExporter
+from nbconvert.exporters.exporter import ResourcesDict
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+from . import collect, restore
+
+NOTES_CELL_ID = "grader-notes"
+
+
+def grader_metadata(nb) -> dict:
+    meta = nb.metadata.setdefault("grader", {})
+    meta.setdefault("problems", [])
+    meta.setdefault("invalid", None)
+    return meta
+
+
+def add_problems(nb, problems) -> None:
+    known = grader_metadata(nb)["problems"]
+    known.extend(p for p in problems if p not in known)
+
+
+def released_notebook(config, assignment: str, notebook: str) -> nbformat.NotebookNode:
+    """The student version of `notebook` as the course released it."""
+    coursedir = CourseDirectory(config=config)
+    path = os.path.join(coursedir.format_path(coursedir.release_directory, ".", assignment), f"{notebook}.ipynb")
+    return nbformat.read(path, as_version=4)
+
+
+class SubmissionExporter(NotebookExporter):
+    """nbgrader's notebook exporter, reading what students hand in leniently."""
+
+    def from_filename(self, filename, resources=None, **kw):
+        resources = ResourcesDict() if resources is None else resources
+        if not resources.get("metadata"):
+            resources["metadata"] = ResourcesDict()
+        # What nbconvert's own from_filename records (the run's working folder included).
+        folder, basename = os.path.split(filename)
+        resources["metadata"].update(name=os.path.splitext(basename)[0], path=folder, modified_date=datetime.datetime.fromtimestamp(os.path.getmtime(filename)).strftime("%B %d, %Y"))
+        nb, problem, notes = collect.read_notebook(Path(filename))
+        info = resources.get("nbgrader", {})
+        if nb is None:
+            nb = copy.deepcopy(released_notebook(self.config, info["assignment"], info["notebook"]))
+            grader_metadata(nb)["invalid"] = problem
+            add_problems(nb, [f"unreadable submission ({problem}): graded as the blank exercise"])
+        else:
+            add_problems(nb, notes)
+        return self.from_notebook_node(nb, resources=resources, **kw)
+
+
+class RestoreSubmission(NbGraderPreprocessor):
+    """Put a submission back into the shape of the released exercise (restore.py)."""
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        released = released_notebook(self.config, info["assignment"], info["notebook"])
+        meta = copy.deepcopy(grader_metadata(nb))
+        restored, notes = restore.restore(nb, released)
+        restored.metadata["grader"] = meta
+        add_problems(restored, notes)
+        return restored, resources
+
+
+class GraderNotes(NbGraderPreprocessor):
+    """Show every reason the grader recorded as the notebook's first cell."""
+
+    def preprocess(self, nb, resources):
+        meta = grader_metadata(nb)
+        nb.cells = [c for c in nb.cells if c.get("id") != NOTES_CELL_ID]
+        lines = []
+        if meta["invalid"]:
+            lines.append(f"- This submission could not be read ({meta['invalid']}); it was graded as the "
+                         "blank exercise, 0 points. Hand in the notebook file itself (.ipynb).")
+        lines += [f"- {problem}" for problem in meta["problems"] if not problem.startswith("unreadable submission")]
+        if lines:
+            cell = nbformat.v4.new_markdown_cell("**Notes from the grader**\n\n" + "\n".join(lines), id=NOTES_CELL_ID)
+            nb.cells.insert(0, cell)
+        return nb, resources
+
+
+def autograde_steps(execute):
+    """nbgrader's autograde steps with its Execute replaced by `execute`."""
+    from nbconvert.preprocessors import ClearMetadataPreprocessor
+    from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput,
+                                        SaveAutoGrades)
+
+    return [execute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
+            AssignLatePenalties, CheckCellMetadata, GraderNotes]
+
+
+def use_safe_autograde(c, *, trusted: bool = False) -> None:
+    """Make nbgrader's autograde (CLI, Formgrader, the grader) this course's safe engine.
+
+    `trusted=True` lets autograde run student code without the sandbox when
+    bubblewrap is missing (a warning on every notebook); by default autograde
+    refuses, with install advice.
+    """
+    from nbgrader.preprocessors import (CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteCells,
+                                        OverwriteKernelspec)
+
+    from .execute import GuardedExecute
+
+    c.Autograde.exporter_class = SubmissionExporter
+    c.Autograde.sanitize_preprocessors = [RestoreSubmission, ClearOutput, DeduplicateIds, OverwriteKernelspec,
+                                          OverwriteCells, CheckCellMetadata]
+    c.Autograde.autograde_preprocessors = autograde_steps(GuardedExecute)
+    c.GuardedExecute.trusted_student_code = trusted
