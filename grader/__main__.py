@@ -8,8 +8,6 @@ from pathlib import Path
 
 from . import sandbox
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
@@ -26,14 +24,16 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--out", type=Path, default=None, help="CSV file (default grades/ASSIGNMENT.csv)")
     grade.add_argument("--db-url", default=None, help="gradebook URL (default: the course's SQLite file)")
     grade.add_argument("--no-sandbox", action="store_true", help="run student code without isolation")
-    grade.add_argument("--root", type=Path, default=None,
-                       help="course folder with solutions/ (default: this repository)")
+    root_help = "the course folder, with its own nbgrader_config.py (default: the current folder)"
+    grade.add_argument("--root", type=Path, default=None, help=root_help)
     feedback = sub.add_parser("feedback", help="HTML feedback per student, hidden tests removed")
     feedback.add_argument("assignment")
     feedback.add_argument("--db-url", default=None)
+    feedback.add_argument("--root", type=Path, default=None, help=root_help)
     report = sub.add_parser("report", help="score distribution and per-item pass rates")
     report.add_argument("assignment")
     report.add_argument("--db-url", default=None)
+    report.add_argument("--root", type=Path, default=None, help=root_help)
     report.add_argument("--out", type=Path, default=None, help="PNG file (default grades/ASSIGNMENT.png)")
     args = parser.parse_args(argv)
 
@@ -42,19 +42,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "feedback":
         from .feedback import generate
 
-        for path in generate(args.assignment, db_url=args.db_url):
+        for path in generate(args.assignment, db_url=args.db_url, root=args.root):
             print(path)
         return 0
     from .report import report as make_report
 
-    print(make_report(args.assignment, db_url=args.db_url, out=args.out))
+    print(make_report(args.assignment, db_url=args.db_url, out=args.out, root=args.root))
     return 0
 
 
 def _grade(args) -> int:
-    from tools import course
-
-    from . import export, grade
+    from . import course, export, grade
 
     if not args.submissions.is_dir():
         print(f"error: {args.submissions} is not a folder of submissions", file=sys.stderr)
@@ -65,12 +63,13 @@ def _grade(args) -> int:
     elif not sandbox.available():
         print(f"error: {sandbox.INSTALL_HINT}", file=sys.stderr)
         return 2
-    timeout = args.timeout or int(course.load_config().Execute.timeout or 60)
+    config = course.load_config(args.root)
+    timeout = args.timeout or int(config.Execute.timeout or 60)
     options = grade.Options(args.assignment, args.submissions, jobs=args.jobs, cell_timeout=timeout,
                             notebook_timeout=args.notebook_timeout, sandbox=not args.no_sandbox,
                             memory_mb=args.memory, db_url=args.db_url, root=args.root)
     rows = grade.run(options)
-    out = args.out or ROOT / "grades" / f"{args.assignment}.csv"
+    out = args.out or course.course_root(config) / "grades" / f"{args.assignment}.csv"
     export.write_csv(rows, out)
     print(f"{len(rows)} students: {grade.describe(rows)}; grades in {out}")
     return 0

@@ -31,8 +31,7 @@ def generate(assignment: str, db_url: str | None = None, root: Path | None = Non
     from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
     from nbgrader.preprocessors import GetGrades
 
-    from tools import course
-
+    from . import course
     from .grade import Options, course_config
 
     config = course_config(Options(assignment, Path("."), db_url=db_url, root=root))

@@ -24,9 +24,7 @@ from pathlib import Path
 
 import nbformat
 
-from tools import course
-
-from . import collect
+from . import collect, course
 
 
 @dataclass
@@ -39,7 +37,7 @@ class Options:
     sandbox: bool = True
     memory_mb: int = 2048
     interrupt_grace: float = 5        # seconds a kernel has to stop after an interrupt
-    root: Path | None = None          # course root; None: this repository
+    root: Path | None = None          # the course folder (its own nbgrader_config.py); None: the current folder
     db_url: str | None = None         # gradebook; None: the course's
 
 

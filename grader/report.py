@@ -4,8 +4,6 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 def collect_scores(assignment: str, db_url: str | None = None, root: Path | None = None):
     from nbgrader.api import Gradebook
@@ -32,7 +30,10 @@ def report(assignment: str, db_url: str | None = None, out: Path | None = None, 
     import matplotlib.pyplot as plt
 
     scores, items, passed, max_score = collect_scores(assignment, db_url, root)
-    out = out or ROOT / "grades" / f"{assignment}.png"
+    if out is None:
+        from . import course
+
+        out = course.course_root(course.load_config(root)) / "grades" / f"{assignment}.png"
     out.parent.mkdir(parents=True, exist_ok=True)
     n = len(scores)
     lines = [f"{assignment}: {n} graded submissions, autograded points out of {max_score:g}"]

@@ -1,23 +1,16 @@
-"""The nbgrader course in this repository, driven in-process.
-
-Each start of the nbgrader CLI costs seconds before any work, so make targets
-and tests call nbgrader's Python API with the configuration from the repo's own
-`nbgrader_config.py` (the file the CLI and formgrader read too). A test can
-re-root that configuration in a temporary folder so it never touches the
-repository's gradebook.
+"""This repository's nbgrader course, for maintainers (the grader's course
+handling is grader/course.py; tools may import grader, never the reverse).
 
     python -m tools.course exercises [ID ...]   # regenerate exercises/ from solutions/
 """
 from __future__ import annotations
 
-import logging
-import os
 import shutil
 import sys
 from pathlib import Path
 
-from traitlets.config import Config
-from traitlets.config.loader import PyFileConfigLoader
+from grader.course import api, generate, register  # noqa: F401 (re-exported for tests and tools)
+from grader.course import load_config as _load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,59 +20,20 @@ def assignment_ids() -> list[str]:
                   if (p / f"{p.name}.ipynb").exists())
 
 
-def load_config(root: Path | None = None) -> Config:
-    """The repo's nbgrader config; with `root`, a copy whose course lives there."""
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
-    if root is not None:
-        root = Path(root)
-        config.CourseDirectory.root = str(root)
-        config.CourseDirectory.db_url = f"sqlite:///{root / 'gradebook.db'}"
-        config.Exchange.root = str(root / "exchange")
-    return config
-
-
-def api(config: Config):
-    from nbgrader.apps import NbGraderAPI
-    from nbgrader.coursedir import CourseDirectory
-
-    # nbgrader creates gradebooks by running the `alembic` command: the tools of
-    # this interpreter's environment must be on PATH even when it was not activated.
-    bin_dir = os.path.dirname(sys.executable)
-    if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
-    # nbgrader refuses to work (and says so on every call) without its exchange folder.
-    Path(config.Exchange.root).mkdir(parents=True, exist_ok=True)
-    coursedir = CourseDirectory(config=config)
-    log = logging.getLogger("nbgrader-course")
-    log.setLevel(logging.WARNING)
-    return NbGraderAPI(coursedir=coursedir, config=config, log=log)
+def load_config(root: Path | None = None):
+    """The config of the course at `root`; default: this repository."""
+    return _load_config(root or ROOT)
 
 
 def temporary_course(root: Path, ids: list[str] | None = None):
-    """A course folder at `root` holding copies of the source and released notebooks."""
+    """A course folder at `root`: this course's config with copies of the source
+    and released notebooks, so a test never touches the repository's gradebook."""
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "nbgrader_config.py", root)
     for assignment in ids or assignment_ids():
         shutil.copytree(ROOT / "solutions" / assignment, root / "solutions" / assignment)
         shutil.copytree(ROOT / "exercises" / assignment, root / "exercises" / assignment)
     return api(load_config(root))
-
-
-def register(course_api, assignment: str) -> None:
-    """Put `assignment` into the gradebook (what generate_assignment records) without
-    rewriting the committed release: the student version is generated into a
-    scratch folder of the course, and grading restores against the release."""
-    from traitlets.config import Config
-
-    config = Config(course_api.config)
-    config.CourseDirectory.release_directory = os.path.join(".grader", "release")
-    scratch_api = api(config)
-    generate(scratch_api, assignment)
-
-
-def generate(course_api, assignment: str) -> None:
-    result = course_api.generate_assignment(assignment, force=True, create=True)
-    if not result["success"]:
-        raise RuntimeError(f"generate_assignment {assignment} failed:\n{result.get('log', '')}"
-                           f"{result.get('error', '')}")
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,71 @@
+"""The nbgrader course being graded, driven in-process through nbgrader's API.
+
+A course is a folder with its own `nbgrader_config.py` (nbgrader's CLI and
+Formgrader read the same file). `load_config(root)` reads the config of the
+course at `root` (default: the current folder, as nbgrader's CLI does), so
+`--root DIR` grades the course at DIR with DIR's own settings and writes its
+outputs (gradebook, autograded/, grades/, feedback/) there.
+
+Each start of the nbgrader CLI costs seconds before any work, so the grader
+calls nbgrader's Python API instead.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+from traitlets.config import Config
+from traitlets.config.loader import PyFileConfigLoader
+
+CONFIG_FILE = "nbgrader_config.py"
+
+
+def load_config(root: Path | None = None) -> Config:
+    """The nbgrader config of the course at `root` (default: the current folder)."""
+    root = Path(root or os.getcwd()).resolve()
+    if not (root / CONFIG_FILE).exists():
+        raise FileNotFoundError(f"{root} is not an nbgrader course: it has no {CONFIG_FILE}")
+    config = PyFileConfigLoader(CONFIG_FILE, path=str(root)).load_config()
+    if "root" not in config.CourseDirectory:
+        config.CourseDirectory.root = str(root)
+    return config
+
+
+def course_root(config: Config) -> Path:
+    return Path(config.CourseDirectory.root)
+
+
+def api(config: Config):
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    # nbgrader creates gradebooks by running the `alembic` command: the tools of
+    # this interpreter's environment must be on PATH even when it was not activated.
+    bin_dir = os.path.dirname(sys.executable)
+    if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
+    # nbgrader refuses to work (and says so on every call) without its exchange folder.
+    if "root" in config.Exchange:
+        Path(config.Exchange.root).mkdir(parents=True, exist_ok=True)
+    coursedir = CourseDirectory(config=config)
+    log = logging.getLogger("nbgrader-course")
+    log.setLevel(logging.WARNING)
+    return NbGraderAPI(coursedir=coursedir, config=config, log=log)
+
+
+def generate(course_api, assignment: str) -> None:
+    result = course_api.generate_assignment(assignment, force=True, create=True)
+    if not result["success"]:
+        raise RuntimeError(f"generate_assignment {assignment} failed:\n{result.get('log', '')}"
+                           f"{result.get('error', '')}")
+
+
+def register(course_api, assignment: str) -> None:
+    """Put `assignment` into the gradebook (what generate_assignment records) without
+    rewriting the course's committed release: the student version is generated
+    into a scratch folder, and grading restores against the release."""
+    config = Config(course_api.config)
+    config.CourseDirectory.release_directory = os.path.join(".grader", "release")
+    generate(api(config), assignment)
