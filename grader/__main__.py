@@ -1,4 +1,4 @@
-"""Command line: python -m grader {grade,feedback,report} ASSIGNMENT ..."""
+"""Command line: python -m grader {grade,feedback,report,export} ..."""
 from __future__ import annotations
 
 import argparse
@@ -34,11 +34,21 @@ def main(argv: list[str] | None = None) -> int:
     report.add_argument("assignment")
     report.add_argument("--db-url", default=None)
     report.add_argument("--root", type=Path, default=None, help=root_help)
+    export = sub.add_parser("export", help="grades for an LMS (Canvas' gradebook import CSV)")
+    export.add_argument("assignments", nargs="*", help="assignments to export (default: all in the gradebook)")
+    export.add_argument("--format", choices=["canvas"], required=True)
+    export.add_argument("--out", type=Path, default=None, help="CSV file (default grades/canvas.csv)")
+    export.add_argument("--roster", type=Path, default=None,
+                        help="CSV mapping student_id to name, canvas_id, sis_user_id, sis_login_id, section")
+    export.add_argument("--db-url", default=None, help="gradebook URL (default: the course's)")
+    export.add_argument("--root", type=Path, default=None, help=root_help)
     report.add_argument("--out", type=Path, default=None, help="PNG file (default grades/ASSIGNMENT.png)")
     args = parser.parse_args(argv)
 
     if args.command == "grade":
         return _grade(args)
+    if args.command == "export":
+        return _export(args)
     if args.command == "feedback":
         from .feedback import generate
 
@@ -72,6 +82,24 @@ def _grade(args) -> int:
     out = args.out or course.course_root(config) / "grades" / f"{args.assignment}.csv"
     export.write_csv(rows, out)
     print(f"{len(rows)} students: {grade.describe(rows)}; grades in {out}")
+    return 0
+
+
+def _export(args) -> int:
+    from . import course, export
+
+    config = course.load_config(args.root)
+    db_url = args.db_url or config.CourseDirectory.db_url
+    out = args.out or course.course_root(config) / "grades" / "canvas.csv"
+    try:
+        count = export.write_canvas_csv(db_url, out, args.assignments or None, args.roster)
+    except (ValueError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:  # nbgrader's MissingEntry for an unknown assignment
+        print(f"error: {type(error).__name__}: {error}", file=sys.stderr)
+        return 2
+    print(f"{count} students in {out} (Canvas: Grades -> Import)")
     return 0
 
 
