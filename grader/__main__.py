@@ -17,6 +17,9 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--submissions", required=True, type=Path,
                        help="folder with <student>.ipynb files or <student>/ folders")
     grade.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once")
+    grade.add_argument("--scheduler", default=None, metavar="ADDRESS|local",
+                       help="grade on the workers of a Dask scheduler (tcp://HOST:PORT), or on a new "
+                            "local Dask cluster of --jobs workers ('local')")
     grade.add_argument("--timeout", type=int, default=None,
                        help="seconds one cell may run (default: the course's Execute.timeout)")
     grade.add_argument("--notebook-timeout", type=int, default=600, help="seconds a whole notebook may run")
@@ -77,7 +80,8 @@ def _grade(args) -> int:
     timeout = args.timeout or int(config.Execute.timeout or 60)
     options = grade.Options(args.assignment, args.submissions, jobs=args.jobs, cell_timeout=timeout,
                             notebook_timeout=args.notebook_timeout, sandbox=not args.no_sandbox,
-                            memory_mb=args.memory, db_url=args.db_url, root=args.root)
+                            memory_mb=args.memory, db_url=args.db_url, root=args.root,
+                            scheduler=args.scheduler)
     rows = grade.run(options)
     out = args.out or course.course_root(config) / "grades" / f"{args.assignment}.csv"
     export.write_csv(rows, out)

@@ -39,6 +39,7 @@ class Options:
     interrupt_grace: float = 5        # seconds a kernel has to stop after an interrupt
     root: Path | None = None          # the course folder (its own nbgrader_config.py); None: the current folder
     db_url: str | None = None         # gradebook; None: the course's
+    scheduler: str | None = None      # a Dask scheduler's address, or "local"; None: local worker processes
 
 
 @dataclass
@@ -86,17 +87,22 @@ def _start_worker(options: Options, slots) -> None:
     # The course's own engine, as nbgrader's CLI and Formgrader run it; --no-sandbox
     # is the explicit statement that this class's code is trusted.
     pipeline.use_safe_autograde(config, trusted=not options.sandbox)
-    config.GuardedExecute.timeout = options.cell_timeout
-    config.GuardedExecute.notebook_timeout = options.notebook_timeout
-    config.GuardedExecute.sandbox = options.sandbox
-    config.GuardedExecute.interrupt_grace = options.interrupt_grace
-    config.SandboxedKernelManager.uid = FIRST_UID + slot
-    config.SandboxedKernelManager.memory_mb = options.memory_mb
+    configure_execution(config, options, uid=FIRST_UID + slot)
     _worker_api = course.api(config)
     # nbgrader logs a false "checksum has changed" for every cell with hidden
     # tests; tampering is reported by restore.py instead.
     _worker_api.log.setLevel(logging.CRITICAL)
     logging.getLogger("traitlets").setLevel(logging.CRITICAL)
+
+
+def configure_execution(config, options: Options, uid: int) -> None:
+    """The grader's command-line limits, on top of the course's config; `uid` is this worker's sandbox user."""
+    config.GuardedExecute.timeout = options.cell_timeout
+    config.GuardedExecute.notebook_timeout = options.notebook_timeout
+    config.GuardedExecute.sandbox = options.sandbox
+    config.GuardedExecute.interrupt_grace = options.interrupt_grace
+    config.SandboxedKernelManager.uid = uid
+    config.SandboxedKernelManager.memory_mb = options.memory_mb
 
 
 def _autograde(task: tuple[str, str]) -> tuple[str, bool, str]:
@@ -162,6 +168,16 @@ def run(options: Options) -> list[Row]:
         slots.put(slot)
     if not tasks:
         results = iter(())
+    elif options.scheduler:
+        from . import cluster
+
+        from nbgrader.coursedir import CourseDirectory
+
+        config = course_config(options)
+        coursedir = CourseDirectory(config=config)
+        submitted = [(gid, Path(coursedir.format_path(coursedir.submitted_directory, gid, a)) / f"{a}.ipynb")
+                     for a, gid in tasks]
+        results = cluster.run_tasks(options, config, submitted)
     elif jobs == 1:
         # One job needs no worker process: grade here, without a second start-up.
         _start_worker(options, slots)
@@ -174,7 +190,7 @@ def run(options: Options) -> list[Row]:
             outcome[grader_id] = (ok, message)
             _progress(n, len(to_grade), started)
     finally:
-        if tasks and jobs > 1:
+        if tasks and jobs > 1 and not options.scheduler:
             pool.close()
             pool.join()
     return rows(options, submissions, outcome)
