@@ -87,10 +87,19 @@ assert len(list(_net.parameters())) == 4, \
     "parameters() misses the children's weights: are the modules kept in a plain list instead of being registered?"
 assert len(_net) == 3, "len(net) should count the child modules."
 assert _net[0] is _layers[0] and _net[2] is _layers[2], "net[i] should return the i-th module you passed in."
-assert torch.equal(_net(_X), _layers[2](_layers[1](_layers[0](_X)))), \
-    "forward should apply the modules one after another, in the order given."
+try:
+    _out, _error = _net(_X), ""
+except RuntimeError as _e:
+    _out, _error = None, f" (it raised: {_e})"
+assert _out is not None and torch.equal(_out, _layers[2](_layers[1](_layers[0](_X)))), \
+    f"forward should apply the modules one after another, in the order given{_error}."
 
-_named = MySequential(OrderedDict([("hidden", nn.Linear(6, 5)), ("act", nn.ReLU()), ("out", nn.Linear(5, 3))]))
+try:
+    _named, _error = MySequential(OrderedDict([("hidden", nn.Linear(6, 5)), ("act", nn.ReLU()), ("out", nn.Linear(5, 3))])), ""
+except TypeError as _e:
+    _named, _error = None, f" ({_e})"
+assert _named is not None, \
+    f"MySequential(OrderedDict(...)) failed{_error}: register each (name, module) pair of the dict, not the dict itself."
 assert "hidden.weight" in _named.state_dict(), \
     "With an OrderedDict, the children should be registered under its keys ('hidden.weight' is missing)."
 assert _named(_X).shape == (4, 3), "forward on an OrderedDict-built net should give the last layer's output shape."
@@ -100,10 +109,16 @@ with torch.no_grad():
     _double.weight.fill_(2.0)
     _double.bias.zero_()
 _twice = MySequential(_double, _double)
+assert len(_twice) == 2, \
+    "len(net) should count positions, so a module passed twice counts twice: is it registered under one name only, or does len count children(), which yields it once?"
 assert _twice(torch.ones(1, 1)).item() == 4.0, \
-    "A module passed twice should be applied twice (1 -> 2 -> 4): does forward loop over children(), which yields each module object only once?"
-assert len(_twice) == 2 and _twice[1] is _double, \
-    "len(net) and net[i] should count and index positions, a module passed twice included."
+    "A module passed twice should be applied twice (1 -> 2 -> 4): does forward loop over children() or a set, which yield each module object only once?"
+try:
+    _second = _twice[1]
+except IndexError:
+    _second = None
+assert _second is _double, \
+    "net[1] should be the module passed second, even when it was also passed first: does net[i] index children(), which yields it once?"
 ### BEGIN HIDDEN TESTS
 torch.manual_seed(2)
 _a, _b = nn.Linear(3, 3), nn.Linear(3, 3)
@@ -127,8 +142,13 @@ _lin, _act = nn.Linear(3, 3), nn.Tanh()
 _repeated = MySequential(_lin, _act, _lin, _act)
 assert torch.equal(_repeated(_Y), torch.tanh(_lin(torch.tanh(_lin(_Y))))), \
     "Modules passed twice should be applied at every position they were passed: loop over the registered positions, not children()."
-assert len(_repeated) == 4 and [_repeated[i] for i in range(4)] == [_lin, _act, _lin, _act], \
-    "len(net) and net[i] should agree with the positions the modules were passed at."
+assert len(_repeated) == 4, "len(net) should count every position, repeated modules included."
+try:
+    _positions = [_repeated[i] for i in range(4)]
+except IndexError:
+    _positions = None
+assert _positions is not None and all(m is e for m, e in zip(_positions, [_lin, _act, _lin, _act])), \
+    "net[i] should return the module passed at position i, repeated modules included: index the registered positions, not children()."
 assert len(list(_repeated.parameters())) == 2, "A module passed twice still has one set of parameters."
 ### END HIDDEN TESTS
 
@@ -266,6 +286,8 @@ assert len(list(_net.parameters())) == 2, \
 _y = _net(_X)
 assert _y.dim() == 0, f"forward should return a scalar (0-dim tensor), got shape {tuple(_y.shape)}."
 assert abs(_y.item()) <= 1 + 1e-6, "After the loop the absolute sum is at most 1: is the while-loop there?"
+assert torch.equal(_net(_X), _y), \
+    "Two calls on the same input should agree: is the constant weight drawn anew in forward instead of once in __init__?"
 
 # A case worked out by hand: in_features=2, the linear layer is the identity and
 # W = [[0, 1], [0, 0]]. For X = [[3, 0]]: X @ W = [0, 3]; +1 and ReLU give [1, 4];

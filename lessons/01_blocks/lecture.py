@@ -102,10 +102,11 @@ for i in range(3):
 #
 # A container is just a block whose `forward` runs its registered modules in
 # order. This one takes modules positionally or as one `OrderedDict` of named
-# modules. It loops over `self._modules.values()`, as `nn.Sequential` does, and
-# not over `self.children()`: `children()` yields each module *object* once, so
-# a module registered twice (the same activation passed at two positions)
-# would be skipped the second time.
+# modules. `forward`, `len` and indexing all read `self._modules.values()`, the
+# registered *positions*, as `nn.Sequential` does. They do not use
+# `self.children()`: it skips any module object it has already yielded, so a
+# module registered at two positions (the same activation passed twice) would
+# be run once and counted once.
 
 # %%
 class TinySequential(nn.Module):
@@ -123,6 +124,9 @@ class TinySequential(nn.Module):
             X = module(X)
         return X
 
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
     def __len__(self):
         return len(self._modules)
 
@@ -135,7 +139,7 @@ print(list(seq.state_dict())[:2])
 # %% [markdown]
 # Pass the same module twice and the difference shows. Here one `Linear` layer
 # that adds 1 is used at two positions, so the input should grow by 2.
-# `children()` sees the layer once; `_modules` holds both positions.
+# `_modules` holds both positions; `children()` yields the layer once.
 
 # %%
 add_one = nn.Linear(1, 1)
@@ -145,18 +149,27 @@ with torch.no_grad():
 
 
 class ChildrenLoop(TinySequential):
+    """The mistake: forward and indexing walk children(), which yields each object once."""
+
     def forward(self, X):
-        for module in self.children():  # the mistake: each module object once
+        for module in self.children():
             X = module(X)
         return X
 
+    def __getitem__(self, i):
+        return list(self.children())[i]
+
 
 zero = torch.zeros(1, 1)
-twice = TinySequential(add_one, add_one)
-print("registered positions:", len(twice), "| children():", len(list(twice.children())))
-print("loop over _modules:", twice(zero).item(),
-      "| loop over children():", ChildrenLoop(add_one, add_one)(zero).item(),
-      "| nn.Sequential:", nn.Sequential(add_one, add_one)(zero).item())
+right, wrong = TinySequential(add_one, add_one), ChildrenLoop(add_one, add_one)
+print("0 through nn.Sequential     :", nn.Sequential(add_one, add_one)(zero).item())
+print("0 through a _modules loop   :", right(zero).item())
+print("0 through a children() loop :", wrong(zero).item())
+print("len:", len(right), "| positions reachable by indexing:", [right[i] is add_one for i in range(len(right))])
+try:
+    wrong[1]
+except IndexError:
+    print("indexing through children(): position 1 of", len(wrong), "does not exist")
 
 # %% [markdown]
 # ## Lists and dicts of modules
@@ -257,9 +270,10 @@ print(chimera)
 # Every module call and every tensor operation passes through Python. For big
 # tensors that overhead is invisible; for many tiny ones it dominates. Below,
 # the same arithmetic is done as `n` separate small matrix products and as one
-# batched product. Timing uses `torch.utils.benchmark.Timer`, which repeats a
-# statement until the measurement is stable; we keep the fastest block, the
-# run least disturbed by whatever else the machine is doing. (Timings vary by
+# batched product. Timing uses `torch.utils.benchmark.Timer` (on one thread by
+# default): it runs the statement in blocks long enough that the clock's own
+# cost is negligible, repeats the blocks, and we keep the fastest block, the one
+# least disturbed by whatever else the machine is doing. (Timings vary by
 # machine, so the plot's cell output is not compared.)
 
 # %%
@@ -290,11 +304,14 @@ ax.set_xlabel("number of 8x8 matrix products n")
 ax.set_ylabel("time per call (ms, fastest block)")
 ax.legend()
 plt.show()
+assert all(t > 0 for t in loop_times + batch_times)
+# The sentence follows the measurement, so it is true whatever the machine did.
 ratio = loop_times[-1] / batch_times[-1]
-if ratio > 1:
-    print(f"at n={sizes[-1]}: the loop takes {ratio:.0f} times as long as one batched call")
-else:  # never seen, but a printed claim must not contradict the measurement
-    print(f"at n={sizes[-1]}: the timings were too disturbed to compare; run the cell again")
+if ratio >= 1:
+    print(f"at n={sizes[-1]}: the Python loop took {ratio:.1f} times as long as one batched call")
+else:
+    print(f"at n={sizes[-1]}: this time one batched call took {1 / ratio:.1f} times as long as the loop;"
+          " the machine was disturbed while timing, run the cell again")
 
 # %% [markdown]
 # ## Summary

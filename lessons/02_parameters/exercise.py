@@ -310,22 +310,28 @@ assert [id(p) for p in _net.parameters()] == _ids and all(isinstance(p, nn.Param
 #
 # Build `make_tied_mlp()` and train it for five SGD steps (`lr=0.05`, MSE loss)
 # on `torch.randn(64, 4)` inputs and `torch.randn(64, 1)` targets. After each
-# step, print the loss, the norm of the shared layer's weight gradient and the
-# norm of the first layer's weight gradient, and check whether the shared layer
-# at indices 2 and 4 is still one tensor. Then answer: what
-# did you observe about the two places of the shared layer, and about the size
-# of its gradient compared with a layer used once? Why? (Insert a code cell of
-# your own for the experiment, *Insert → Insert Cell Below*; it is not graded.)
+# step, print the loss and the norm of the weight gradient of each distinct
+# `nn.Linear` (indices 0, 2 and 6), and check whether indices 2 and 4 still hold
+# one tensor with equal values. Also build an *untied twin* of a fresh tied net
+# (`twin = copy.deepcopy(net)`, then `twin[4] = copy.deepcopy(twin[2])`: same
+# values, separate tensors), run one backward pass of the same loss through
+# both, and compare the tied net's shared-weight gradient with the twin's
+# gradients at indices 2 and 4.
+#
+# Answer: what happened to the two places of the shared layer during training,
+# and how is the shared layer's gradient related to the twin's two gradients?
+# Why? (Insert a code cell of your own for the experiment, *Insert → Insert Cell
+# Below*; it is not graded.)
 
 # %% manual [markdown] grade_id="tied_training_answer" points=1
-# The shared layer at indices 2 and 4 stays identical after every step: it is
-# one module object, so there is only one weight tensor to update, and the
-# optimizer holds it once. Its gradient is the sum of the gradients of its two
-# uses, so it tends to be larger than that of a comparable layer used once
-# (about the sum of two contributions), and the shared weight takes a bigger
-# effective step for the same learning rate. The loss goes down as for any
-# network: tying changes what is learned and how big the steps on the shared
-# weights are, not whether training works.
+# The two places stay identical after every step: they are one module object,
+# so there is one weight tensor, the optimizer holds it once and updates it once
+# per step. Its gradient equals the sum of the twin's two gradients (up to
+# rounding): backward adds one term per use of the weight, and in the twin each
+# copy collects only its own use's term. The sum can be longer or shorter than
+# either term, depending on how the two terms are aligned, so the shared weight
+# moves as both uses ask together, not as either alone. The loss goes down as
+# for any network: tying changes what is learned, not whether training works.
 
 # %% [markdown]
 # ## Summary

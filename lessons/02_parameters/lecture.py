@@ -51,10 +51,11 @@ print(net[2].state_dict())
 # ## The `state_dict` of a whole net
 #
 # Asked on a container, the keys carry the path to each tensor: `0.weight` is the
-# weight of child `0`. Not every layer appears: only modules that own parameters
-# or buffers have entries. The ReLU at index 1 has no state, so it has no keys,
-# while a BatchNorm layer lists its running statistics (buffers) next to its
-# weights.
+# weight of child `0`. It is a common belief that every layer appears; only
+# modules that own parameters or buffers have entries (strictly: persistent
+# buffers, plus any extra state a module chooses to save). The ReLU at index 1
+# has no state, so it has no keys, while a BatchNorm layer lists its running
+# statistics (buffers) next to its weights.
 
 # %%
 for name, tensor in net.state_dict().items():
@@ -76,12 +77,15 @@ print(isinstance(bias, torch.Tensor), bias.requires_grad)
 print(bias.data)
 
 # %% [markdown]
-# "Seen without autograd" is meant literally: `param.data += 1` changes the
-# values behind autograd's back. A backward pass that saved the old values then
-# computes a gradient from the new ones, silently wrong. The same edit written
-# as `with torch.no_grad(): param += 1` is still an in-place change autograd
-# tracks, so backward notices and raises instead of returning garbage. Edit
-# parameters under `torch.no_grad()`, not through `.data`.
+# "Seen without autograd" is meant literally. Tutorials often edit weights with
+# `param.data += 1` as if it were a harmless shortcut; it changes the values
+# behind autograd's back. Autograd keeps a reference to the tensors a backward
+# pass needs, not a copy, so a backward pass after the edit computes the
+# gradient from the new values, silently wrong. The same edit written as
+# `with torch.no_grad(): param += 1` is still an in-place change autograd
+# tracks (it counts versions of every tensor), so backward notices and raises
+# instead of returning garbage. Edit parameters under `torch.no_grad()`, not
+# through `.data`.
 
 # %%
 w = nn.Parameter(torch.tensor([2.0]))
@@ -305,12 +309,17 @@ print(rgnet[0][0][0].weight.grad is None, rgnet[1].weight.grad is not None)
 
 # %% [markdown]
 # Should the optimizer get only the trainable parameters? For the update itself
-# it makes no difference: SGD, Adam and the others skip every parameter whose
-# `.grad` is `None`, so a frozen parameter gets no step, no weight decay and no
-# optimizer state either way. What differs:
+# it makes no difference: the optimizers in `torch.optim` skip every parameter
+# whose `.grad` is `None`, so a frozen parameter gets no step, no weight decay
+# and no momentum either way. It is *not* true that an optimizer given every
+# parameter keeps state for the frozen ones: SGD, Adam and most others create
+# a parameter's state at its first step with a gradient. What does differ:
 #
-# - a parameter frozen *after* a backward pass still has its old `.grad`, and an
-#   optimizer that holds it applies that stale gradient at the next `step()`;
+# - Adagrad is the exception: it allocates its running sum for every parameter
+#   it holds as soon as it is built, frozen ones included;
+# - a parameter frozen between `backward()` and `step()` still has its old
+#   `.grad`, and an optimizer that holds it applies that stale gradient (unless
+#   `zero_grad()` clears it first);
 # - unfreezing later (`requires_grad_(True)`) makes it train again only with an
 #   optimizer that holds it;
 # - `param_groups` list exactly what you gave, which is what you see when you
@@ -320,8 +329,16 @@ print(rgnet[0][0][0].weight.grad is None, rgnet[1].weight.grad is not None)
 # gradient.
 
 # %%
-optimizer = torch.optim.SGD([p for p in rgnet.parameters() if p.requires_grad], lr=0.1)
-print("parameters the optimizer holds:", sum(len(group["params"]) for group in optimizer.param_groups))
+trainable_params = [p for p in rgnet.parameters() if p.requires_grad]
+for opt_class in (torch.optim.SGD, torch.optim.Adam, torch.optim.Adagrad):
+    given_all = opt_class(rgnet.parameters(), lr=0.1)
+    given_trainable = opt_class(trainable_params, lr=0.1)
+    for opt in (given_all, given_trainable):
+        opt.step()                            # rgnet has gradients from the backward pass above
+    held = [sum(len(g["params"]) for g in opt.param_groups) for opt in (given_all, given_trainable)]
+    with_state = [len(opt.state) for opt in (given_all, given_trainable)]
+    print(f"{opt_class.__name__:8s} holds {held[0]:2d} vs {held[1]} tensors,"
+          f" keeps state for {with_state[0]:2d} vs {with_state[1]}")
 
 torch.manual_seed(3)
 layer = nn.Linear(2, 1)
@@ -334,11 +351,12 @@ print("a stale gradient still moved the frozen weight:", not torch.equal(before,
 # %% [markdown]
 # ## Training a tied network
 #
-# Do tied weights stay tied while training? Take the tied MLP from above, train
-# it for a few SGD steps on random data and watch the shared layer: its two
-# places are one tensor, so they are equal after every step, the optimizer holds
-# that tensor once, and each step's gradient for it is the sum of the two uses'
-# contributions (computed above); the loss goes down as for any network.
+# Do tied weights stay tied while training, and what does the shared layer's
+# gradient look like? Take the tied MLP from above and train it for a few SGD
+# steps on random data, watching every layer's gradient and the shared weight.
+# A forward hook on the shared layer records, for each of its two calls, the
+# weight gradient that call contributes (for `y = x @ W.T + b` that is
+# `grad_y.T @ x`), so each step can check that `.grad` is their sum.
 
 # %%
 torch.manual_seed(4)
@@ -348,14 +366,45 @@ X, y = torch.randn(64, 4), torch.randn(64, 1)
 optimizer = torch.optim.SGD(tied.parameters(), lr=0.05)
 print("tensors the optimizer holds:", sum(len(g["params"]) for g in optimizer.param_groups),
       "(an untied twin, with four Linear layers, would hold 8)")
+
+per_call = []  # one weight-gradient term per call of `shared`, filled during backward
+
+
+def record_call(module, inputs, output):
+    x = inputs[0].detach()
+    output.register_hook(lambda grad_y: per_call.append(grad_y.T @ x))
+
+
+hook = shared.register_forward_hook(record_call)
+start = shared.weight.detach().clone()
+print("norms of the weight gradients of the first, shared and last layers, and of the shared")
+print("gradient's two terms (call 1, call 2), with the cosine between those terms\n")
+print(f"{'step':>4} {'loss':>7} {'first':>7} {'shared':>7} {'call 1':>7} {'call 2':>7} {'last':>7} {'cosine':>7}  one tensor")
 for step in range(5):
     optimizer.zero_grad()
+    per_call.clear()
     loss = nn.functional.mse_loss(tied(X), y)
     loss.backward()
-    shared_grad = tied[2].weight.grad.norm().item()
+    assert len(per_call) == 2 and torch.allclose(shared.weight.grad, per_call[0] + per_call[1], atol=1e-7)
+    first, shared_grad, last = (tied[i].weight.grad.norm().item() for i in (0, 2, 6))
+    call_2, call_1 = (term.norm().item() for term in per_call)  # backward reaches the later call first
+    cosine = nn.functional.cosine_similarity(per_call[0].flatten(), per_call[1].flatten(), dim=0).item()
     optimizer.step()
-    print(f"step {step}: loss {loss.item():.4f} | shared weight grad norm {shared_grad:.4f}"
-          f" | places 2 and 4 equal: {torch.equal(tied[2].weight, tied[4].weight)}")
+    print(f"{step:4d} {loss.item():7.4f} {first:7.4f} {shared_grad:7.4f} {call_1:7.4f} {call_2:7.4f} {last:7.4f}"
+          f" {cosine:+7.2f}  {tied[2].weight is tied[4].weight}")
+hook.remove()
+print(f"the shared weight moved by {(shared.weight - start).norm().item():.4f} in 5 steps;"
+      f" places 2 and 4 still equal: {torch.equal(tied[2].weight, tied[4].weight)}")
+
+# %% [markdown]
+# The two places never drift apart: there is one tensor, updated once per step.
+# Its gradient is the sum of one term per call (the loop checks that at every
+# step). The table shows the norm of that sum next to each term's norm, and the
+# cosine between the two terms. Here the terms are far from parallel (a small
+# negative cosine), yet the sum is longer than either term, so the shared weight
+# takes a bigger step than either use alone would ask for. Terms pointing the
+# same way would add up to nearly the sum of their norms; strongly opposed
+# terms would cancel and the shared weight would hardly move.
 
 # %% [markdown]
 # ## Summary
@@ -369,8 +418,11 @@ for step in range(5):
 # - One module object used twice ties its parameters: one tensor, edits seen at
 #   both places, gradients of the uses summed. `parameters()` lists it once.
 # - Count with `numel()`; freeze with `requires_grad_(False)`. Optimizers skip
-#   parameters whose `.grad` is `None`; give them only the trainable ones so a
-#   stale gradient cannot move a frozen one.
+#   parameters whose `.grad` is `None` and most keep no state for them (Adagrad
+#   does); give them only the trainable ones so a stale gradient cannot move a
+#   frozen one.
+# - Training keeps tied places identical; the shared gradient is the sum of one
+#   term per use.
 # - Only modules with parameters or buffers have `state_dict` entries.
 # - Edit parameters under `torch.no_grad()`; `param.data` edits bypass autograd.
 #

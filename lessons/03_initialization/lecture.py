@@ -92,8 +92,11 @@ print("each tenth holds 10% +- 0.5%:", bool((share - 0.1).abs().max() < 0.005))
 print("bias inside [-k, k]:", bool(layer.bias.abs().max() <= k))
 
 # %% [markdown]
-# Note what this default is *not*. Many tutorials say PyTorch initializes linear
-# layers with Xavier (Glorot); it does not. Xavier's scale,
+# ## The default is not Xavier
+#
+# Many tutorials say PyTorch initializes linear layers with Xavier (Glorot).
+# **It does not**: the source above calls `kaiming_uniform_` with `a=sqrt(5)`,
+# and no Xavier function is involved. Xavier's scale,
 # `std = sqrt(2 / (fan_in + fan_out))`, depends on both widths; the default's,
 # `std = 1 / sqrt(3 * fan_in)`, only on `fan_in` (for a 400 -> 100 layer: 0.063
 # vs 0.029). Nor is it the "Kaiming" scale for ReLU networks
@@ -361,7 +364,8 @@ for label, stds in curves.items():
 # ## Summary
 #
 # - `nn.Linear` starts from `U(-1/sqrt(fan_in), 1/sqrt(fan_in))` for weight and
-#   bias: `kaiming_uniform_` with `a = sqrt(5)`, verified above.
+#   bias: `kaiming_uniform_` with `a = sqrt(5)`, verified above. That is not
+#   Xavier, and not the Kaiming scale for ReLU either.
 # - `nn.init` functions fill tensors in place; `net.apply(fn)` calls `fn` on
 #   every submodule, and `fn` picks modules by type.
 # - Different submodules can be initialized differently by applying to them.

@@ -16,7 +16,8 @@
 # %% [markdown]
 # # Exercise 4: Lazy initialization
 #
-# Three small tools for working with lazy layers, and two questions to answer.
+# Three small tools for working with lazy layers, a network for inputs of
+# varying width, and two questions to answer.
 # Write your code where it says `YOUR CODE HERE` (delete the
 # `raise NotImplementedError()` line), then run the test cell under it: silence
 # means the visible checks pass. When grading, more checks of the same behaviour
@@ -97,10 +98,11 @@ assert isinstance(_result, bool), f"Return a plain bool, not {type(_result).__na
 # 2. then, if `init_fn` is given, apply it to every submodule with `net.apply`;
 # 3. return `net`.
 #
-# Call the network as `net(example_input)`: lazy layers fill in their shapes in
-# a hook that `net.forward(...)` would skip. After `apply_init` the network must
-# train normally: a later forward pass with gradients and `backward()` has to
-# work.
+# Call the network as `net(example_input)`: a lazy layer fills in its shape in
+# a forward pre-hook, and `net.forward(...)` skips the hooks of `net` itself (so
+# a bare `nn.LazyLinear` passed as `net` would never materialize). After
+# `apply_init` the network must train normally: a later forward pass with
+# gradients and `backward()` has to work.
 
 # %% answer grade_id="apply_init"
 def apply_init(net, example_input, init_fn=None):
@@ -141,12 +143,21 @@ assert bool((_net[0].weight == 1).all()) and bool((_net[2].weight == 1).all()), 
     "init_fn left the weights unchanged: apply it with net.apply only after the dry run has made the layers nn.Linear."
 assert bool((_net[0].bias == 0).all()), "init_fn should have zeroed the biases."
 
+_single = nn.LazyLinear(3)  # the network is itself one lazy layer
+try:
+    apply_init(_single, torch.zeros(2, 5))
+except ValueError as _error:
+    raise AssertionError(
+        "apply_init(nn.LazyLinear(3), x) used the placeholder weight: net.forward(x) skips the hooks of net itself, "
+        "and a lazy layer materializes in one of them; call net(example_input).") from _error
+assert tuple(_single.weight.shape) == (3, 5), "A single lazy layer passed as the network should get its shape."
+
 _grad_modes = []
 _net = nn.Sequential(nn.LazyLinear(4), nn.ReLU(), nn.LazyLinear(1))
 _net.register_forward_hook(lambda module, args, output: _grad_modes.append(torch.is_grad_enabled()))
 apply_init(_net, torch.zeros(1, 6))
 assert _grad_modes, \
-    "The network's own forward hooks never ran: call net(example_input), not net.forward(example_input), which skips hooks."
+    "A forward hook on the network itself never ran: call net(example_input); net.forward(example_input) skips net's own hooks."
 assert not any(_grad_modes), "The dry run recorded gradients: wrap the forward pass in torch.no_grad()."
 
 _bn = nn.Sequential(nn.LazyLinear(4), nn.LazyBatchNorm1d(), nn.ReLU(), nn.LazyLinear(1))
@@ -218,6 +229,16 @@ try:
 except RuntimeError:
     pass
 assert _failing.training, "Even when the dry run fails, the network should get its training mode back (use try/finally)."
+_conv_bn = nn.Sequential(nn.LazyConv2d(3, 3), nn.LazyBatchNorm2d(), nn.ReLU(), nn.Flatten(), nn.LazyLinear(2))
+apply_init(_conv_bn, torch.randn(1, 2, 5, 5) * 4 + 2)  # one image, far from zero mean
+assert int(_conv_bn[1].num_batches_tracked) == 0 and bool((_conv_bn[1].running_mean == 0).all()) \
+    and bool((_conv_bn[1].running_var == 1).all()), \
+    "BatchNorm2d's running statistics moved during the dry run: it has to run in eval mode."
+assert all(m.training for m in _conv_bn.modules()), \
+    "A convolutional net in training mode should be back in training mode after apply_init."
+_lone_lazy = apply_init(nn.LazyLinear(4), torch.zeros(3, 6), _ones_init)
+assert _lone_lazy.weight.shape == (4, 6) and bool((_lone_lazy.weight == 1).all()), \
+    "A single lazy layer as the network should be materialized by net(x) and then initialized by init_fn."
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -277,7 +298,99 @@ assert infer_shapes(nn.ReLU(), (2, 2)) == [], "A module without parameters shoul
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## 4. In your own words
+# ## 4. Inputs of varying width
+#
+# D2L asks what to do with inputs of varying dimensionality. When samples come
+# with different numbers of features, give each width its own input layer and
+# let all widths share the rest of the network (the lecture's `WidthNet`), but
+# this time the widths are **not** known in advance.
+#
+# Write a module `MultiWidthNet(hidden=16, out_features=1)`:
+#
+# - `net(X)` takes `X` of shape `(batch, d)` for any width `d` and returns a
+#   tensor of shape `(batch, out_features)`;
+# - the first time a width `d` arrives, the network adds an input layer for it
+#   that maps `d` features to `hidden` (an `nn.LazyLinear(hidden)` reads `d` for
+#   you); every later input of width `d`, whatever its batch size, goes through
+#   that same layer;
+# - every width then shares one body: a ReLU followed by **one**
+#   `nn.Linear(hidden, out_features)`, the same module for all widths;
+# - every layer is registered (seen by `parameters()`, `state_dict()`, `.to()`),
+#   so keep the input layers in an `nn.ModuleDict` (its keys must be strings).
+#
+# Layers added by a new width are not in an optimizer built before they
+# existed: in practice, send one batch of every width before building it.
+
+# %% answer grade_id="MultiWidthNet"
+class MultiWidthNet(nn.Module):
+    ### BEGIN SOLUTION
+    def __init__(self, hidden=16, out_features=1):
+        super().__init__()
+        self.hidden = hidden
+        self.inputs = nn.ModuleDict()
+        self.body = nn.Sequential(nn.ReLU(), nn.Linear(hidden, out_features))
+
+    def forward(self, X):
+        key = str(X.shape[-1])
+        if key not in self.inputs:
+            self.inputs[key] = nn.LazyLinear(self.hidden)
+        return self.body(self.inputs[key](X))
+    ### END SOLUTION
+
+# %% tests grade_id="test_MultiWidthNet" points=3
+def _weight_shapes(module):
+    """Shapes of the 2-D parameters (the weights of the linear layers), sorted."""
+    return sorted(tuple(p.shape) for p in module.parameters() if p.dim() == 2)
+
+torch.manual_seed(40)
+_net = MultiWidthNet(hidden=16, out_features=2)
+_x3, _x5 = torch.randn(4, 3), torch.randn(6, 5)
+_y3 = _net(_x3)
+assert tuple(_y3.shape) == (4, 2), f"A (4, 3) input should give a (4, 2) output, got {tuple(_y3.shape)}."
+try:
+    _y5 = _net(_x5)
+except RuntimeError as _error:
+    raise AssertionError("A second width (5 after 3) failed: one lazy layer fixes its width at the first batch; "
+                         "add an input layer for each new width.") from _error
+assert tuple(_y5.shape) == (6, 2), f"A (6, 5) input should give a (6, 2) output, got {tuple(_y5.shape)}."
+assert torch.equal(_net(_x3), _y3), \
+    "The same width-3 input gave another output the second time: reuse the layer made for width 3, do not make a new one."
+assert _weight_shapes(_net) == [(2, 16), (16, 3), (16, 5)], \
+    f"Expected registered weights (16, 3), (16, 5) and one shared (2, 16), got {_weight_shapes(_net)}: keep the " \
+    "input layers in an nn.ModuleDict (not a plain dict) and use one Linear(hidden, out_features) for all widths."
+_net.zero_grad()
+(_net(_x3).sum() + _net(_x5).sum()).backward()
+_no_grad = [name for name, p in _net.named_parameters() if p.grad is None]
+assert not _no_grad, f"{_no_grad} got no gradient: every registered layer should take part in forward."
+### BEGIN HIDDEN TESTS
+torch.manual_seed(41)
+_net = MultiWidthNet(hidden=8, out_features=3)
+_inputs = {1: torch.randn(5, 1), 7: torch.randn(2, 7), 2: torch.randn(3, 2)}
+_first = {d: _net(x) for d, x in _inputs.items()}
+assert all(tuple(y.shape) == (x.shape[0], 3) for y, x in zip(_first.values(), _inputs.values())), \
+    "With hidden=8 and out_features=3 every output should have 3 columns: use the constructor's arguments."
+assert all(torch.equal(_net(x), _first[d]) for d, x in _inputs.items()), \
+    "A width seen before should go through the same input layer again, even after other widths came in between."
+assert _weight_shapes(_net) == [(3, 8), (8, 1), (8, 2), (8, 7)], \
+    f"Expected one input layer per width and one shared (3, 8) layer, got weights {_weight_shapes(_net)}."
+_count = len(list(_net.parameters()))
+_other_batch = _net(torch.randn(9, 7))
+assert tuple(_other_batch.shape) == (9, 3) and len(list(_net.parameters())) == _count, \
+    "A new batch size of a known width must not add a layer: key the input layers on the width X.shape[-1]."
+assert len(_net.state_dict()) == _count, "Every parameter should appear in state_dict()."
+_net.to(torch.float64)
+assert all(p.dtype == torch.float64 for p in _net.parameters()), \
+    ".to(torch.float64) missed some layers: are they all registered?"
+assert _net(torch.randn(4, 2, dtype=torch.float64)).dtype == torch.float64, \
+    "After .to(torch.float64) a known width should work with float64 input."
+_default = MultiWidthNet()
+assert tuple(_default(torch.randn(3, 4)).shape) == (3, 1), "The defaults should be hidden=16, out_features=1."
+assert _weight_shapes(_default) == [(1, 16), (16, 4)], \
+    f"With the defaults, expected weights (16, 4) and (1, 16), got {_weight_shapes(_default)}."
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 5. In your own words
 #
 # (a) A network gives only its first layer's input size, `nn.Linear(20, 256)`,
 # and every later layer is lazy. What happens, and when are the later sizes
@@ -302,24 +415,26 @@ assert infer_shapes(nn.ReLU(), (2, 2)) == [], "A module without parameters shoul
 # failed pass may already have materialized the layers before the error.
 
 # %% [markdown]
-# ## 5. Inputs of varying dimensionality
+# ## 6. Inputs of varying dimensionality
 #
 # A net `nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(2))` is dry-run
 # with a batch of shape `(4, 10)`. Afterwards it receives inputs of shape
 # `(3, 7, 10)`, `(4, 12)` and `(10,)`. Which work, what are the output shapes,
-# and why? What would you do if the feature size really varies from sample to
-# sample (sentences of different lengths, images of different sizes)?
+# and why? Besides one input layer per width (item 4), what would you do if the
+# size really varies from sample to sample (sentences of different lengths,
+# images of different sizes)?
 
 # %% manual [markdown] grade_id="varying_dims_answer" points=1
 # `nn.Linear` acts on the last dimension only and treats every leading dimension
 # as batch, so `(3, 7, 10)` works and gives `(3, 7, 2)`, and `(10,)` works as a
 # single unbatched sample and gives `(2,)`. `(4, 12)` fails with a shape error:
 # the dry run fixed the first weight at `(8, 10)`, and lazy layers never adapt
-# again. When the feature size varies, make it fixed before the first lazy or
-# linear layer: pad or truncate sequences to one length (or pool over the
-# sequence, e.g. a mean over time), and resize images or use adaptive pooling
+# again. When the size varies, make it fixed before the first lazy or linear
+# layer: pad or truncate sequences to one length (or pool over the sequence,
+# e.g. a mean over time), and resize images or use adaptive pooling
 # (`nn.AdaptiveAvgPool2d`) so the flattened width no longer depends on the input
-# size.
+# size. One input layer per width suits a few known kinds of input (sensors with
+# 3 or 5 readings), not widths that change from sample to sample.
 
 # %% [markdown]
 # ## Summary
@@ -330,3 +445,5 @@ assert infer_shapes(nn.ReLU(), (2, 2)) == [], "A module without parameters shoul
 #   statistics stay untouched, a batch of one is fine), restore the training
 #   mode, then initialize with `net.apply`.
 # - Shapes come from the data: check them once after the dry run.
+# - Inputs of different widths: one input layer per width in an `nn.ModuleDict`,
+#   created on first sight, in front of one shared body.

@@ -100,7 +100,8 @@ except ValueError as error:
 #
 # Running one batch through the network lets each lazy layer read the width of
 # the input it receives, create its weights with that shape and fill them with
-# the layer's usual default initialization.
+# the layer's usual default initialization (for `LazyLinear` the very same as
+# `nn.Linear`'s, lesson 3: `kaiming_uniform_` with `a = sqrt(5)`, not Xavier).
 
 # %%
 torch.manual_seed(0)
@@ -195,7 +196,10 @@ except ValueError as error:
 #   it only reads its statistics.
 #
 # Afterwards every submodule gets back the mode it had, even if the dry run
-# fails.
+# fails. Switching modes is our job: the docstring of the hook that
+# materializes lazy layers (`LazyModuleMixin._infer_parameters`) says the module
+# is put into evaluation mode for that pass, but in torch 2.13 its code never
+# does so, as the BatchNorm demonstration below shows.
 
 # %%
 def materialize(net, example_input):
@@ -247,13 +251,35 @@ print("materialize (eval mode):   batches tracked =", int(careful[1].num_batches
       "| back in training mode:", careful.training and careful[1].training)
 
 # %% [markdown]
-# In eval mode under `torch.no_grad()` the dry run leaves no trace: no gradients,
-# no statistics, and the weights train as usual afterwards.
+# In eval mode under `torch.no_grad()` the dry run leaves nothing behind but the
+# new weights: no gradients, no statistics, the old modes, and the weights
+# train as usual afterwards.
 
 # %%
 print("any gradient stored:", any(p.grad is not None for p in lazy_net.parameters()))
 lazy_net(torch.rand(4, 20)).sum().backward()
 print("gradient reached the first layer:", lazy_net[0].weight.grad is not None)
+
+# %% [markdown]
+# Do the dry run by *calling* the network, `net(x)`, never with `net.forward(x)`.
+# A lazy layer fills in its shape in a forward pre-hook, and hooks run only when
+# a module is called; `net.forward(x)` skips the hooks of `net` itself. Inside
+# an `nn.Sequential` that goes unnoticed, because `Sequential.forward` calls each
+# child normally. But when `net` is itself a lazy layer, its hook never runs and
+# the placeholder reaches the matrix product. (PyTorch's error message says to
+# "call `forward`" with a dummy batch: it means calling the module.)
+
+# %%
+layer = nn.LazyLinear(3)
+try:
+    with torch.no_grad():
+        layer.forward(torch.zeros(2, 5))
+except ValueError as error:
+    print("layer.forward(x):", type(error).__name__ + ":", str(error).split(" in ")[0])
+print("still lazy:", layer.has_uninitialized_params())
+with torch.no_grad():
+    layer(torch.zeros(2, 5))
+print("after layer(x):", type(layer).__name__, tuple(layer.weight.shape))
 
 # %% [markdown]
 # Every lazy layer can report on itself with `has_uninitialized_params()`, and
@@ -383,13 +409,63 @@ for size in [28, 32, 64]:
     print(f"{size}x{size} images ->", tuple(out.shape))
 
 # %% [markdown]
+# Sometimes the number of features itself differs: one sensor reports 3
+# readings, another 5. No single linear layer takes both widths, lazy or not.
+# What works is parameter tying (lesson 2): each width gets its own input layer,
+# and every width shares the rest of the network. The input layers live in an
+# `nn.ModuleDict` (its keys must be strings) so that they are registered like
+# any other child.
+
+# %%
+class WidthNet(nn.Module):
+    """One input layer per feature width in `widths`, one shared body."""
+
+    def __init__(self, widths, hidden=16, out_features=1):
+        super().__init__()
+        self.inputs = nn.ModuleDict({str(d): nn.Linear(d, hidden) for d in widths})
+        self.body = nn.Sequential(nn.ReLU(), nn.Linear(hidden, out_features))
+
+    def forward(self, X):
+        return self.body(self.inputs[str(X.shape[-1])](X))
+
+
+torch.manual_seed(0)
+width_net = WidthNet([3, 5])
+for width in [3, 5]:
+    print(f"width {width}: output", tuple(width_net(torch.randn(4, width)).shape))
+for name, value in width_net.state_dict().items():
+    print(f"{name:16s} {tuple(value.shape)}")
+
+# %% [markdown]
+# Both widths train the shared body: its gradient is the sum of what each
+# width contributes.
+
+# %%
+width_net.zero_grad()
+width_net(torch.randn(4, 3)).sum().backward()
+from_3 = width_net.body[1].weight.grad.clone()
+width_net(torch.randn(4, 5)).sum().backward()
+print("the shared weight's gradient changed with the second width:",
+      not torch.equal(width_net.body[1].weight.grad, from_3))
+
+# %% [markdown]
+# Here the widths were listed up front. When they are not known in advance, the
+# network can add the input layer for a new width the first time one arrives,
+# and a lazy layer then reads the width for you (the exercise asks for that).
+# One caution: an optimizer only updates the parameters it was given when it
+# was built, so layers created later are not trained by it. Send one batch of
+# every width through the network (a dry run) before building the optimizer.
+
+# %% [markdown]
 # ## Lazy layers and devices
 #
 # Where do the weights appear? Not where the example input lives: a lazy
 # layer's placeholder already has a device and a dtype (the CPU and float32 by
 # default, or whatever `.to()` set), and materializing creates the real tensor
 # with those. So the order matters: **move the network first, then do the dry
-# run** with an input on the same device (`net.to(device, dtype)`).
+# run** with an input on the same device (`net.to(device, dtype)`). PyTorch's
+# own documentation of lazy modules does the same: `.cuda()` right after
+# construction, before any dry run.
 #
 # The helper below picks a GPU if there is one (CUDA or Apple MPS) and the CPU
 # otherwise. On a CPU-only machine we stand in for "another device" with
@@ -413,13 +489,15 @@ wrong_order = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(2))
 try:
     materialize(wrong_order, torch.zeros(2, 20, device=other))
 except RuntimeError as error:
-    assert "device" in str(error)
+    # The wording differs between backends (CUDA, MPS, meta); each names a device or the CPU.
+    assert "device" in str(error) or "cpu" in str(error).lower(), error
     print("dry run with the input on another device: RuntimeError (tensors on different devices)")
 print("the first weight was created on the net's own device, the CPU:", wrong_order[0].weight.device.type == "cpu")
 
-# The right order: move the (still lazy) network, then the dry run. (A `meta`
-# network cannot materialize real weights, so here the CPU stands in for the
-# GPU when there is none.)
+# The right order: move the (still lazy) network, then the dry run. `.to()`
+# keeps the placeholders lazy when it moves them between real devices (CPU,
+# CUDA, MPS) or dtypes. Not so for `meta`: there it swaps them for ordinary
+# empty parameters, so without a GPU the CPU stands in for it here.
 right_order = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(2)).to(device)
 materialize(right_order, torch.zeros(2, 20, device=device))
 print("moved first: weights on the input's device:", right_order[0].weight.device.type == device.type)
@@ -459,6 +537,10 @@ print("moved to float64 first:", double_net[0].weight.dtype)
 #   width, so mismatched widths still fail, and a failed pass may leave the
 #   network half materialized.
 # - Once materialized, the feature width is fixed; batch and leading dimensions
-#   may vary, and adaptive pooling absorbs varying image sizes.
+#   may vary, and adaptive pooling absorbs varying image sizes. Different
+#   feature widths need one input layer each (an `nn.ModuleDict`) in front of a
+#   shared body.
+# - Dry-run by calling `net(x)`: `net.forward(x)` skips `net`'s own hooks, the
+#   ones a lazy layer materializes in.
 #
 # Now practise in the exercise notebook `exercises/04_lazy_initialization/04_lazy_initialization.ipynb`.

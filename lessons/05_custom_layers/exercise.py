@@ -112,6 +112,8 @@ _out = _layer(torch.tensor([[1.0, 2.0]]))
 assert _out.shape == (1, 3), f"Expected output shape (1, 3), got {tuple(_out.shape)}."
 assert torch.allclose(_out, torch.tensor([[5.5, 0.0, 0.0]])), \
     f"For the worked example the output should be [[5.5, 0, 0]], got {_out.tolist()}: compute relu(X @ W + b)."
+assert _out.requires_grad, \
+    "The output is cut off from autograd (no grad_fn), so no gradient can reach W or b: does forward use .data or a detached copy of the parameters?"
 _out.sum().backward()
 assert _W.grad is not None and _b.grad is not None, \
     "No gradient reached W or b: does forward use .data or a detached copy of the parameters?"
@@ -132,6 +134,8 @@ def _check_my_linear(in_units, units, batch, seed):
     out = layer(X)
     assert out.shape == (batch, units), f"Expected output shape {(batch, units)}, got {tuple(out.shape)}."
     assert torch.allclose(out, expected, atol=1e-5), "The output differs from relu(X @ W + b): is the ReLU missing?"
+    assert out.requires_grad, \
+        "The output is cut off from autograd (no grad_fn): does forward use .data or a detached copy of the parameters?"
     (out * G).sum().backward()
     (expected * G).sum().backward()
     assert W.grad is not None and b.grad is not None, \
@@ -162,7 +166,7 @@ assert sum(p.numel() for p in _net.parameters()) == 6 * 4 + 4 + 4 * 2 + 2, \
 # $$y_{bk} = \sum_{i,j} W_{ijk}\, x_{bi}\, x_{bj}.$$
 #
 # Every output is a quadratic form of the input. `torch.einsum` writes this in
-# one line, but loops are fine too.
+# one line, but loops are fine too, as long as gradients still reach `W`.
 
 # %% answer grade_id="TensorReduction"
 class TensorReduction(nn.Module):
@@ -178,15 +182,46 @@ class TensorReduction(nn.Module):
         ### END SOLUTION
 
 # %% tests grade_id="test_TensorReduction" points=3
-def _check_reduction(in_features, out_features, batch, seed):
-    torch.manual_seed(seed)
-    layer = TensorReduction(in_features, out_features)
+def _find_weight(layer, in_features, out_features):
     shape = (in_features, in_features, out_features)
     found = [p for p in layer.parameters() if tuple(p.shape) == shape]
     assert len(found) == 1, f"Expected one parameter W of shape {shape}: is it an nn.Parameter with that shape?"
-    W = found[0]
+    return found[0]
+
+# A case worked out by hand, with in_features = 2, out_features = 3 and
+# x = [[1, 2], [3, -1]]. Output 0 uses W[:, :, 0] = identity, so y[b, 0] is
+# x[b, 0]**2 + x[b, 1]**2: 1 + 4 = 5 and 9 + 1 = 10. Output 1 uses W[:, :, 1]
+# with a single 1 at (i, j) = (0, 1), so y[b, 1] = x[b, 0] * x[b, 1]: 2 and -3.
+# Output 2 has a single 1 at (1, 1): y[b, 2] = x[b, 1]**2, 4 and 1.
+# The loss y[0, 0] + y[1, 1] has the gradient dW[i, j, 0] = x[0, i] * x[0, j]
+# = [[1, 2], [2, 4]], dW[i, j, 1] = x[1, i] * x[1, j] = [[9, -3], [-3, 1]]
+# and dW[:, :, 2] = 0.
+_layer = TensorReduction(2, 3)
+_W = _find_weight(_layer, 2, 3)
+with torch.no_grad():
+    _W.zero_()
+    _W[:, :, 0] = torch.eye(2)
+    _W[0, 1, 1] = 1.0
+    _W[1, 1, 2] = 1.0
+_y = _layer(torch.tensor([[1.0, 2.0], [3.0, -1.0]]))
+assert _y.shape == (2, 3), f"Expected output shape (batch, out_features) = (2, 3), got {tuple(_y.shape)}."
+assert torch.allclose(_y, torch.tensor([[5.0, 2.0, 4.0], [10.0, -3.0, 1.0]])), \
+    f"For the worked example y should be [[5, 2, 4], [10, -3, 1]], got {_y.tolist()}: sum W[i, j, k] * x[b, i] * x[b, j] over both i and j, for each example b."
+assert _y.requires_grad, \
+    "The output is cut off from autograd (no grad_fn), so no gradient can reach W: use the parameter itself in forward, not .data, .item() or a copy."
+(_y[0, 0] + _y[1, 1]).backward()
+assert _W.grad is not None, "No gradient reached W: use the parameter itself in forward, not .data or a copy."
+assert torch.equal(_W.grad, torch.stack([torch.tensor([[1.0, 2.0], [2.0, 4.0]]),
+                                         torch.tensor([[9.0, -3.0], [-3.0, 1.0]]),
+                                         torch.zeros(2, 2)], dim=-1)), \
+    "The gradient of W is wrong: each example b should use its own x[b] in forward."
+### BEGIN HIDDEN TESTS
+def _check_reduction(in_features, out_features, batch, seed):
+    torch.manual_seed(seed)
+    layer = TensorReduction(in_features, out_features)
+    W = _find_weight(layer, in_features, out_features)
     with torch.no_grad():
-        W.copy_(torch.randn(shape))
+        W.copy_(torch.randn(W.shape))
     x = torch.randn(batch, in_features)
     expected = torch.zeros(batch, out_features)
     for b in range(batch):
@@ -196,6 +231,7 @@ def _check_reduction(in_features, out_features, batch, seed):
     assert y.shape == (batch, out_features), f"Expected output shape {(batch, out_features)}, got {tuple(y.shape)}."
     assert torch.allclose(y, expected, rtol=1e-4, atol=1e-4), \
         "y[b, k] should be sum over i, j of W[i, j, k] * x[b, i] * x[b, j]: check which indices are summed."
+    assert y.requires_grad, "The output is cut off from autograd: use the parameter itself in forward, not .data, .item() or a copy."
     G = torch.randn(batch, out_features)
     (y * G).sum().backward()
     expected_grad = torch.einsum("bi,bj,bk->ijk", x, x, G)
@@ -203,7 +239,6 @@ def _check_reduction(in_features, out_features, batch, seed):
         "The gradient of W is wrong or missing: use the parameter itself in forward, not .data or a copy."
 
 _check_reduction(4, 2, batch=3, seed=30)
-### BEGIN HIDDEN TESTS
 _check_reduction(3, 5, batch=4, seed=31)
 _check_reduction(1, 1, batch=1, seed=32)
 _check_reduction(5, 3, batch=2, seed=33)
@@ -231,40 +266,48 @@ class FourierHalf(nn.Module):
         ### END SOLUTION
 
 # %% tests grade_id="test_FourierHalf" points=2
-def _dft_half(X):
-    """The first (n + 1) // 2 DFT coefficients from the definition:
-    c_k = sum_j x_j exp(-2 pi i j k / n), as a matrix product in double precision."""
-    n = X.shape[-1]
-    angle = -2 * torch.pi * torch.outer(torch.arange(n), torch.arange((n + 1) // 2)).double() / n
-    basis = torch.polar(torch.ones_like(angle), angle)
-    return (X.to(torch.complex128) @ basis).to(torch.complex64 if X.dtype == torch.float32 else torch.complex128)
-
-
-def _check_fourier(shape, seed, dtype=torch.float32):
-    torch.manual_seed(seed)
-    X = torch.randn(shape, dtype=dtype)
+def _check_fourier(X, expected):
     kept = X.clone()
-    expected = _dft_half(X)
     out = FourierHalf()(X)
     assert tuple(out.shape) == tuple(expected.shape), \
-        f"For input shape {shape} expected output shape {tuple(expected.shape)}, got {tuple(out.shape)}: keep (n + 1) // 2 coefficients of the last dimension."
+        f"For input shape {tuple(X.shape)} expected output shape {tuple(expected.shape)}, got {tuple(out.shape)}: keep (n + 1) // 2 coefficients of the last dimension."
     assert out.is_complex(), "The Fourier coefficients are complex: do not take .real or .abs()."
-    assert torch.allclose(out, expected, atol=1e-4), \
-        f"Wrong values for input shape {shape}: transform along the last dimension (dim=-1)."
+    assert torch.allclose(out, expected.to(out.dtype), atol=1e-4), \
+        f"Wrong values for input shape {tuple(X.shape)}: transform along the last dimension (dim=-1)."
     assert torch.equal(X, kept), "The input was changed."
 
-_check_fourier((8,), seed=40)
-_check_fourier((7,), seed=41)
-_check_fourier((2, 8), seed=42)
+# Worked out by hand from c_k = sum_j x_j exp(-2 pi i j k / n):
+# [1, 2, 3, 4] (n = 4, keep 2): c_0 = 10, c_1 = 1 - 2i - 3 + 4i = -2 + 2i.
+# [1, 1, 1, 1]: c_0 = 4, c_1 = 1 - i - 1 + i = 0.
+# [0, 1, 0] (n = 3, keep 2): c_0 = 1, c_1 = exp(-2 pi i / 3) = -1/2 - (sqrt(3)/2) i.
+_check_fourier(torch.tensor([1.0, 2.0, 3.0, 4.0]), torch.tensor([10, -2 + 2j]))
+_check_fourier(torch.tensor([0.0, 1.0, 0.0]), torch.tensor([1, -0.5 - 0.75 ** 0.5 * 1j]))
+_check_fourier(torch.tensor([[1.0, 2.0, 3.0, 4.0], [1.0, 1.0, 1.0, 1.0]]),
+               torch.tensor([[10, -2 + 2j], [4, 0j]]))
 assert len(list(FourierHalf().parameters())) == 0, "FourierHalf should own no parameters."
 ### BEGIN HIDDEN TESTS
-_check_fourier((3, 9), seed=43)
-_check_fourier((2, 3, 10), seed=44)
-_check_fourier((5, 4, 1), seed=45)
-_check_fourier((4, 2), seed=46)
-_check_fourier((3,), seed=47)
-_check_fourier((6, 6), seed=48, dtype=torch.float64)
-_check_fourier((4, 5, 6), seed=49, dtype=torch.float64)
+def _dft_half(X):
+    """The first (n + 1) // 2 DFT coefficients from the definition, as a matrix product in double precision."""
+    n = X.shape[-1]
+    angle = -2 * torch.pi * torch.outer(torch.arange(n), torch.arange((n + 1) // 2)).double() / n
+    return X.to(torch.complex128) @ torch.polar(torch.ones_like(angle), angle)
+
+
+def _check_random_fourier(shape, seed, dtype=torch.float32):
+    torch.manual_seed(seed)
+    X = torch.randn(shape, dtype=dtype)
+    _check_fourier(X, _dft_half(X))
+
+_check_random_fourier((8,), seed=40)
+_check_random_fourier((7,), seed=41)
+_check_random_fourier((2, 8), seed=42)
+_check_random_fourier((3, 9), seed=43)
+_check_random_fourier((2, 3, 10), seed=44)
+_check_random_fourier((5, 4, 1), seed=45)
+_check_random_fourier((4, 2), seed=46)
+_check_random_fourier((3,), seed=47)
+_check_random_fourier((6, 6), seed=48, dtype=torch.float64)
+_check_random_fourier((4, 5, 6), seed=49, dtype=torch.float64)
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -95,9 +95,10 @@ print(linear(torch.rand(2, 5)))
 # %% [markdown]
 # ## The `.data` pitfall
 #
-# `param.data` is the same numbers as `param`, but *detached* from autograd.
-# It is tempting to write it in `forward` ("I just want the values"). The layer
-# below does exactly that. Its outputs are identical, so nothing looks wrong.
+# `param.data` is a tensor that shares `param`'s numbers but bypasses autograd:
+# nothing done with it is recorded. It is tempting to write it in `forward`
+# ("I just want the values"). The layer below does exactly that. Its outputs
+# are identical, so nothing looks wrong.
 
 # %%
 class DataLinear(MyLinear):
@@ -129,9 +130,7 @@ print("without .data:", grads_after_backward(MyLinear(5, 3)))
 # %% [markdown]
 # So an optimizer step leaves those weights exactly where they were: the layer
 # silently never learns. The fix is simply to use the parameter itself in
-# `forward` (as `MyLinear` does). `.data` belongs, if anywhere, in code that
-# deliberately edits values outside autograd, and even there `torch.no_grad()`
-# is the clearer choice.
+# `forward` (as `MyLinear` does).
 
 # %%
 torch.manual_seed(2)
@@ -141,6 +140,14 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 model(torch.rand(4, 5)).sum().backward()
 optimizer.step()
 print("custom weight unchanged after a step:", torch.equal(before, model[1].weight))
+
+# %% [markdown]
+# `.data` bypasses autograd wherever it appears, not only in `forward`.
+# Writing through it (`param.data += 1`) changes values behind autograd's back
+# and even skips the check that catches an in-place edit: a later `backward()`
+# can return a silently wrong gradient, where the same edit under
+# `torch.no_grad()` raises an error (lesson 2 shows both). Edit parameters
+# under `torch.no_grad()`, and leave `.data` out of new code.
 
 # %% [markdown]
 # ## Many parameters: `nn.ParameterList` and `nn.ParameterDict`
@@ -292,9 +299,9 @@ except GradcheckError as error:
 #   `forward`. A layer without parameters (centering) owns nothing.
 # - Learnable tensors are `nn.Parameter` attributes; a variable number of them
 #   goes into `nn.ParameterList` or `nn.ParameterDict`, never a plain list.
-# - Use the parameters themselves in `forward`: `.data` cuts them out of
-#   autograd, their gradients stay `None` and they never learn, without any
-#   error.
+# - Use the parameters themselves in `forward`: `.data` bypasses autograd,
+#   their gradients stay `None` and they never learn, without any error. Edit
+#   parameters under `torch.no_grad()`, not through `.data`.
 # - Custom layers mix with built-in ones in `nn.Sequential`; `extra_repr` makes
 #   them print their sizes.
 # - `torch.autograd.gradcheck` in double precision checks a layer's gradients

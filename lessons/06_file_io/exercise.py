@@ -148,13 +148,19 @@ assert _calls, "load_checkpoint should pass its map_location argument on to torc
 # ## 2. Atomic saving
 #
 # Write `atomic_save(obj, path)`, which saves `obj` with `torch.save` so that a
-# crash in the middle of the write can never leave a partial file at `path`: if
-# the write fails, whatever file was at `path` before is still there, unchanged
-# (and if there was none, there is still none). `path` may be a string or a
-# `pathlib.Path`.
+# crash in the middle of the write can never leave a partial file at `path`:
 #
-# Hint: write to a temporary file in the same directory, then move it into place
-# with `os.replace`, which is atomic on one file system.
+# - if the write fails, whatever file was at `path` before is still there,
+#   unchanged (and if there was none, there is still none);
+# - the error still reaches the caller, who must not believe the save worked;
+# - no temporary file is left behind, after a success or a failure.
+#
+# `path` may be a string or a `pathlib.Path`.
+#
+# Write to a temporary file **in the same folder** as `path`, then move it into
+# place with `os.replace`, which is atomic within one file system. Another
+# folder (such as `/tmp`) may be on another file system, and there `os.replace`
+# fails.
 
 # %% answer grade_id="atomic_save"
 def atomic_save(obj, path):
@@ -173,20 +179,59 @@ def atomic_save(obj, path):
     ### END SOLUTION
 
 # %% tests grade_id="test_atomic_save" points=3
-# The crash here is real, not simulated: an object that raises while torch.save
-# pickles it, after the bytes of the tensors before it are on their way. A save
-# straight into `path` leaves a broken file there.
+# The crash is real, not simulated by replacing torch.save (however you
+# imported it): an object that raises while torch.save pickles it, when the
+# file being written is already open. A save straight into `path` leaves a
+# broken file there. (Making the folder read-only would not do: root, as on
+# Colab, may write into it anyway.)
+def _open_files():
+    """Regular files this process has open, from Linux's /proc (an empty set elsewhere).
+    A journal of IPython's history database, which another thread of the kernel
+    may hold open at the same moment, is not counted."""
+    found = set()
+    if not os.path.isdir("/proc/self/fd"):
+        return found
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if os.path.isfile(target) and not target.endswith("-journal"):
+            found.add(target)
+    return found
+
+
 class _CrashWhilePickling:
+    """Raises while being pickled; remembers which files were open at that moment."""
+    def __init__(self):
+        self.open_files = set()
+
     def __reduce__(self):
+        self.open_files = _open_files()
         raise OSError("simulated crash while pickling")
 
 
 def _failing_save(path):
-    """atomic_save of an object whose pickling fails; the raised error is expected."""
+    """atomic_save of an object whose pickling fails: checks what must hold after the failure."""
+    folder = os.path.dirname(os.path.abspath(path))
+    existed = os.path.exists(path)
+    before_files, before_open = set(os.listdir(folder)), _open_files()
+    crash = _CrashWhilePickling()
     try:
-        atomic_save({"w": torch.zeros(10_000), "boom": _CrashWhilePickling()}, path)
+        atomic_save({"w": torch.zeros(10_000), "boom": crash}, path)
     except Exception:
         pass
+    else:
+        raise AssertionError("atomic_save returned normally although the write failed: let the error reach "
+                             "the caller (clean up, then re-raise), or they believe the checkpoint was saved.")
+    if existed:
+        assert os.path.exists(path), \
+            "After a failed save there is no file at path: the previous one must stay until the new one is complete (do not delete it first)."
+    elsewhere = [f for f in crash.open_files - before_open if os.path.dirname(f) != os.path.realpath(folder)]
+    assert not elsewhere, \
+        f"The temporary file was written at {elsewhere[0]}, not in the folder of path: os.replace cannot move a file across file systems, so keep it next to path."
+    left = sorted(set(os.listdir(folder)) - before_files)
+    assert not left, f"A failed save left {left} behind: remove the temporary file when the write fails."
 
 
 with tempfile.TemporaryDirectory() as _folder:
@@ -195,6 +240,8 @@ with tempfile.TemporaryDirectory() as _folder:
     _back = torch.load(_path)
     assert _back["epoch"] == 1 and torch.equal(_back["w"], torch.arange(5.0)), \
         "A normal atomic_save should leave a file at path that torch.load reads back unchanged."
+    assert os.listdir(_folder) == ["model.pt"], \
+        f"After a successful save the folder should hold only the file at path, not {sorted(os.listdir(_folder))}."
     _failing_save(_path)
     try:
         _back = torch.load(_path)
@@ -221,6 +268,9 @@ with tempfile.TemporaryDirectory() as _folder:
     _subfolder.mkdir()
     atomic_save({"epoch": 3}, str(_subfolder / "last.pt"))
     assert torch.load(_subfolder / "last.pt")["epoch"] == 3, "atomic_save should work for a path in any folder."
+    _failing_save(str(_subfolder / "last.pt"))
+    assert sorted(p.name for p in Path(_folder).rglob("*")) == ["last.pt", "run", "weights.pt"], \
+        f"Only the two checkpoints should be left, found {sorted(p.name for p in Path(_folder).rglob('*'))}."
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -367,7 +417,8 @@ with tempfile.TemporaryDirectory() as _folder:
 #
 # - A checkpoint that resumes exactly holds the model and optimizer
 #   `state_dict`s, the epoch and the RNG state.
-# - Write to a temporary file, then `os.replace`: the old file survives a crash.
+# - Write to a temporary file in the same folder, then `os.replace`: the old
+#   file survives a crash, and the error still reaches the caller.
 # - `load_state_dict(..., strict=False)` with a filtered dict loads part of a
 #   model.
 # - `weights_only=True` refuses pickles that would run code; never fall back to

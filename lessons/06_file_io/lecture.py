@@ -129,8 +129,9 @@ print("after loading: ", torch.equal(clone(X), Y))
 # containers and a few safe types, because unpickling arbitrary classes can run
 # arbitrary code (more on that below). So the file written a line earlier no
 # longer loads by default; it would need `weights_only=False`, only for files you
-# trust, and the same class importable under the same name. A `state_dict` has
-# neither problem.
+# trust, or an allowlist of exactly its classes (shown below); either way the
+# same class must be importable under the same name. A `state_dict` has neither
+# problem.
 
 # %%
 torch.save(net, root / "whole_model.pt")
@@ -247,6 +248,22 @@ loaded = torch.load(root / "evil.pt", weights_only=False)
 print("what came back for 'extra':", loaded["extra"])
 
 # %% [markdown]
+# A file of your own that holds more than tensors, such as the whole-model file
+# from above, does not need `weights_only=False` either. Ask which globals it
+# needs, check that they are the ones you expect, and allow exactly those:
+# `torch.serialization.add_safe_globals([...])` for the rest of the session, or
+# the `torch.serialization.safe_globals([...])` context manager for one load.
+# Everything not on the list is still refused. Allowing a class means trusting
+# the file to build objects of it, so this too is only for files you trust.
+
+# %%
+print("the whole-model file asks for:",
+      sorted(torch.serialization.get_unsafe_globals_in_checkpoint(root / "whole_model.pt")))
+with torch.serialization.safe_globals([MLP, nn.Linear]):
+    whole = torch.load(root / "whole_model.pt")
+print(type(whole).__name__, "with the saved weights:", torch.equal(whole(X), Y))
+
+# %% [markdown]
 # ## Checkpoints: resuming training exactly
 #
 # To continue after a crash as if nothing had happened, a checkpoint needs more
@@ -315,16 +332,19 @@ uninterrupted = [p.detach().clone() for p in model.parameters()]
 # The same run, but after epoch 2 we save a checkpoint and "crash": the model,
 # the optimizer and the RNG are all lost. A new process builds a fresh model
 # (different random weights), loads the checkpoint and finishes the last two
-# epochs. The result is identical **bit for bit**, here on the CPU. Two
-# cautions for real runs: on a GPU, bit-for-bit also needs deterministic
-# kernels (`torch.use_deterministic_algorithms(True)`, and for cuDNN
-# `torch.backends.cudnn.benchmark = False`), since some GPU kernels add in a
-# varying order; and a real training loop has more state than this one, each of
-# which belongs in the checkpoint too: the learning-rate scheduler
-# (`scheduler.state_dict()`), the gradient scaler of mixed precision
-# (`scaler.state_dict()`), and the data sampler's position and seed. On Apple
-# GPUs, `torch.get_rng_state()` and `torch.cuda.get_rng_state_all()` do not
-# cover the MPS generator, so save `torch.mps.get_rng_state()` as well.
+# epochs. The result is identical **bit for bit**, here on the CPU. A real run
+# needs more:
+#
+# - on a GPU, deterministic kernels, since some GPU kernels add in a varying
+#   order: `torch.use_deterministic_algorithms(True)` (which also makes cuDNN
+#   use deterministic algorithms) and `torch.backends.cudnn.benchmark = False`
+#   (so cuDNN does not choose its algorithm by timing);
+# - the rest of its state in the checkpoint: the learning-rate scheduler
+#   (`scheduler.state_dict()`), the gradient scaler of mixed precision
+#   (`scaler.state_dict()`), and the data sampler's position and seed;
+# - on Apple GPUs, the MPS generator's state (`torch.mps.get_rng_state()`),
+#   which neither `torch.get_rng_state()` nor `torch.cuda.get_rng_state_all()`
+#   covers.
 
 # %%
 torch.manual_seed(2)
@@ -431,10 +451,8 @@ print("files starting with 'atomic':", sorted(p.name for p in root.glob("atomic*
 # which is what serving and other languages want. (TorchScript, the older way
 # with `torch.jit.script`, is deprecated in current PyTorch and warns.)
 #
-# Layers such as dropout and BatchNorm behave differently in training and
-# evaluation. This small MLP has neither, but the habit matters: choose the mode
-# *before* exporting, because the mode is baked into the graph. We also declare
-# the batch dimension as dynamic.
+# We export the MLP from above in evaluation mode (why the mode matters comes
+# next) and declare the batch dimension as dynamic.
 
 # %%
 net.eval()
@@ -447,14 +465,34 @@ X7 = torch.randn(7, 20)
 print(type(restored).__name__, torch.allclose(restored(X7), net(X7)))
 
 # %% [markdown]
+# Layers such as dropout and BatchNorm behave differently in training and
+# evaluation, and export records the mode the model is in at that moment. A
+# small net with dropout, exported while still in training mode, keeps dropping
+# units at every call, and the exported module refuses `.eval()`. Exported after
+# `eval()`, it is deterministic and computes what the model computes. Choose the
+# mode *before* exporting.
+
+# %%
+torch.manual_seed(3)
+dropnet = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Dropout(0.5), nn.Linear(64, 10))
+in_training = torch.export.export(dropnet.train(), (X,)).module()
+print("exported in training mode, two calls agree:", torch.equal(in_training(X), in_training(X)))
+try:
+    in_training.eval()
+except Exception as error:
+    print("switching the export to eval() afterwards:", type(error).__name__)
+for_inference = torch.export.export(dropnet.eval(), (X,)).module()
+print("exported after eval(), equal to the model:", torch.equal(for_inference(X), dropnet(X)))
+
+# %% [markdown]
 # What this constrains: the graph records **one path** through `forward`.
 #
 # - Shapes are fixed unless declared dynamic. Exported without `dynamic_shapes`,
 #   the model accepts only the example's batch size.
 # - Python control flow that depends on tensor *values* (`if x.sum() > 0:`)
 #   cannot be traced; it must be rewritten (e.g. with `torch.cond`).
-# - Python-level state is frozen: the training/evaluation mode, constants,
-#   branches on arguments.
+# - Python-level state is frozen: the training/evaluation mode (as just seen),
+#   constants, branches on arguments.
 # - You get a function for inference, not your class: no custom methods, and
 #   fine-tuning or changing the architecture still needs the original code and a
 #   `state_dict`.
@@ -485,7 +523,8 @@ print(root.exists())
 #   unexpected keys, which you must check.
 # - `map_location="cpu"` loads files written on any device; move afterwards.
 # - Unpickling runs code. Keep `weights_only=True` (the default) for files you
-#   did not write.
+#   did not write; for trusted files holding your own classes, allowlist exactly
+#   those (`torch.serialization.add_safe_globals`) rather than turning it off.
 # - A checkpoint holds model, optimizer, epoch and RNG states; with all four,
 #   this CPU run resumes bit for bit. Real runs add scheduler, scaler and sampler
 #   state (and MPS's RNG), and on a GPU need deterministic algorithms.
@@ -493,6 +532,6 @@ print(root.exists())
 #   the last good checkpoint.
 # - `torch.export` stores architecture and parameters as a graph: no code needed
 #   to run it, at the price of fixed shapes (unless declared), one traced path
-#   and frozen Python state.
+#   and frozen Python state, the training mode included: call `eval()` first.
 #
 # Now practise in the exercise: `exercises/06_file_io/06_file_io.ipynb`.

@@ -43,8 +43,9 @@ _ = torch.manual_seed(0)  # the same random examples on every run
 # `_simulated` swaps in stand-ins for PyTorch's device queries and restores them.
 # `_host_reads` counts how often values travel from a simulated device back to
 # the host (`.item()`, `.cpu()`, `.tolist()`, `.numpy()`, `float(t)`,
-# `.to("cpu")`, printing, `if t > 0:`): the device is `cpu:0`, which behaves
-# like the CPU, and every tensor made from one on it counts as on the device.
+# `.to("cpu")`, printing, `if t > 0:`, `torch.tensor([...])` of device values,
+# writing them into a CPU tensor): the device is `cpu:0`, which behaves like
+# the CPU, and every tensor made from one on it counts as on the device.
 
 # %%
 from contextlib import contextmanager
@@ -67,8 +68,15 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
 _SIMULATED_DEVICE = torch.device("cpu", 0)
-_TO_HOST = {"item", "tolist", "numpy", "cpu", "__float__", "__int__", "__bool__", "__index__",
+# Tensor methods that hand a value (or a whole tensor) from the device to the host.
+_TO_HOST = {"item", "tolist", "numpy", "cpu", "__array__", "__float__", "__int__", "__bool__", "__index__",
             "__repr__", "__format__", "__str__"}
+# Functions that read every tensor in a Python list one by one (torch.tensor([t0, t1, ...])).
+_FROM_LIST = {"tensor", "as_tensor", "asarray"}
+
+
+def _on_device(value):
+    return isinstance(value, torch.Tensor) and getattr(value, "_on_simulated_device", False)
 
 
 class _HostReads(TorchFunctionMode):
@@ -82,17 +90,23 @@ class _HostReads(TorchFunctionMode):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         inputs = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
-        on_device = any(getattr(t, "_on_simulated_device", False) for t in inputs)
+        on_device = [t for t in inputs if _on_device(t)]
         targets = [a for a in tree_flatten((args[1:], kwargs))[0] if isinstance(a, (str, torch.device))]
         target = torch.device(targets[0]) if name == "to" and targets else kwargs.get("device")
-        result = func(*args, **kwargs)
         to_device = target is not None and torch.device(target) == _SIMULATED_DEVICE
-        to_host = name in _TO_HOST or (name == "to" and target is not None and not to_device)
-        if on_device and to_host:
+        result = func(*args, **kwargs)
+        if name in _FROM_LIST and args and isinstance(args[0], (list, tuple)):
+            self.count += len(on_device)         # each element is read on its own
+            on_device = []
+        elif name in {"copy_", "__setitem__"} and args and not _on_device(args[0]):
+            self.count += len(on_device) > 0     # written into a host tensor
+            on_device = []
+        elif on_device and (name in _TO_HOST or (name == "to" and target is not None and not to_device)):
             self.count += 1
             if any(result is t for t in inputs):  # `.cpu()` of a CPU tensor returns itself;
                 result = result.clone()          # a real device would hand back a host copy
-        elif on_device or to_device:
+            on_device = []
+        if on_device or to_device:
             for out in tree_flatten(result)[0]:
                 if isinstance(out, torch.Tensor):
                     out._on_simulated_device = True
@@ -355,6 +369,9 @@ assert _log.count("fn") >= 1 and 0.049 <= _seconds < 0.2, f"With repeats=1, expe
 #   (`.item()`), in every step.
 #
 # Either way return a list of `n` Python floats; both ways give the same list.
+# Besides the values, the tests count how often values cross from the device to
+# the host (on a simulated device, see `_host_reads` above), whatever call makes
+# them cross.
 
 # %% answer grade_id="log_norms"
 def log_norms(n, size, device, on_device=True):
@@ -392,10 +409,13 @@ assert 0.9 < _ratio < 1.1, \
 # What the item is about: how often values cross from the device to the host.
 _once = _host_reads(lambda device: log_norms(6, 8, device, on_device=True))
 assert _once == 1, \
-    f"With on_device=True the norms should reach the host once, at the end; they crossed {_once} times: keep them on the device (torch.stack) and move them together."
+    f"With on_device=True the 6 norms should reach the host once, at the end; values crossed {_once} times. " \
+    "Do not move or convert each norm (.item(), .cpu(), float(), torch.tensor(list)) when on_device is True: " \
+    "torch.stack them on the device and move the stack once (.cpu().tolist() or .tolist())."
 _every = _host_reads(lambda device: log_norms(6, 8, device, on_device=False))
 assert _every >= 6, \
-    f"With on_device=False each of the 6 norms should be moved as soon as it is computed; values crossed only {_every} times: use .item() in every step."
+    f"With on_device=False each of the 6 norms should be moved as soon as it is computed; values crossed only {_every} " \
+    "times. Does the function ignore on_device? Call .item() on every norm inside the loop when on_device is False."
 ### BEGIN HIDDEN TESTS
 _kept = log_norms(40, 9, _cpu)
 assert _kept == log_norms(40, 9, _cpu, on_device=False), "Both modes should agree for other sizes as well."
@@ -407,10 +427,16 @@ assert isinstance(_one, list) and len(_one) == 1 and isinstance(_one[0], float),
 assert log_norms(3, 64, _cpu) == log_norms(5, 64, _cpu)[:3], \
     "The first norms should not depend on n: seed once at the start and draw the matrices step by step."
 _once = _host_reads(lambda device: log_norms(25, 4, device))
-assert _once == 1, f"on_device=True (the default) should move the norms to the host once; they crossed {_once} times."
+assert _once == 1, \
+    f"on_device=True (the default) should move the 25 norms to the host once; values crossed {_once} times."
 _every = _host_reads(lambda device: log_norms(25, 4, device, on_device=False))
-assert _every >= 25, f"on_device=False should move every one of the 25 norms as it is computed; only {_every} crossings."
+assert _every >= 25, \
+    f"on_device=False should move every one of the 25 norms as it is computed; only {_every} crossings: is on_device ignored?"
 assert _host_reads(lambda device: log_norms(1, 4, device, on_device=False)) >= 1, "n=1 should still move its norm."
+_simulated_values = []
+_host_reads(lambda device: _simulated_values.append(log_norms(7, 5, device)))
+assert _simulated_values == [log_norms(7, 5, _cpu)], \
+    "On another device log_norms should return the same list of floats as on the CPU: draw on the CPU, then move."
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -115,10 +115,14 @@ print("try_gpu() is one of try_all_gpus():", device in try_all_gpus())
 # - `torch.accelerator.current_accelerator(check_available=True)`: its device
 #   type (`cuda`, `mps`, ...), or `None` when there is none;
 # - `torch.accelerator.device_count()`: how many devices of that type;
-# - `torch.accelerator.synchronize()`: wait until its queued work is done.
+# - `torch.accelerator.synchronize()`: wait until its queued work is done
+#   (it needs an accelerator: on a CPU-only machine it raises a `RuntimeError`).
 #
 # Our helpers are the hand-written form of the same idea, spelled out so you see
-# every fallback (and graded in the exercise). On every machine they agree:
+# every fallback (and graded in the exercise). One difference:
+# `current_accelerator()` names only the type (`cuda`, with no index, which
+# means "the current CUDA device"), while `try_gpu(i)` names one device,
+# `cuda:i`. On every machine they agree:
 
 # %%
 accelerator = torch.accelerator.current_accelerator(check_available=True)
@@ -159,7 +163,7 @@ print("both on the chosen device:", X.device.type == Y.device.type == device.typ
 
 # %%
 print("to its own device, same object:", X.to(X.device) is X)
-print("with copy=True, a new object:  ", X.to(X.device, copy=True) is X)
+print("with copy=True, a new object:  ", X.to(X.device, copy=True) is not X)
 other = try_gpu(1)  # a second GPU if there is one, else a fallback
 Z = X.to(other)
 print("a copy is made exactly when the device changes:", (Z is not X) == (Z.device != X.device))
@@ -226,14 +230,24 @@ except RuntimeError as error:
 # %% [markdown]
 # ## Build the optimizer after moving the model
 #
-# `module.to()` keeps each `nn.Parameter` object and swaps its data, so an
-# optimizer built before the move still holds the right parameters. Its
-# *state* is another matter: Adam's running averages are created at the first
-# `step()`, on the device and in the dtype the parameters had then, and `.to()`
-# on the model does not touch them. Step once, move the model, step again, and
-# the old state no longer fits. Below, a change of dtype stands in for a change
-# of device (the error on a GPU names devices instead). The safe order: move
-# the model, then build the optimizer.
+# An optimizer keeps references to the parameter objects it was given, and
+# some keep state per parameter. What `module.to()` does to both:
+#
+# - Between the CPU, CUDA, MPS and the other accelerators that store tensors
+#   the same way, `.to()` keeps every `nn.Parameter` object and only swaps its
+#   data (`param.data = moved`). An optimizer built before the move still holds
+#   the model's parameters, and if it has not stepped yet, nothing is wrong.
+# - Its *state* is not moved. Adam creates its running averages at the first
+#   `step()`, on the device and in the dtype the parameters had then; `.to()`
+#   on the model does not touch them, so the next step fails. Below, a change
+#   of dtype stands in for a change of device (on a GPU the mismatch is one of
+#   devices).
+# - For devices outside that group (the `meta` device here; XLA's TPUs) `.to()`
+#   puts *new* Parameter objects into the model. An optimizer built before
+#   still holds the old ones and would silently update tensors the model no
+#   longer uses.
+#
+# Moving the model first and then building the optimizer is right in every case.
 
 # %%
 torch.manual_seed(4)
@@ -242,14 +256,20 @@ weight = model.weight
 optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
 model(torch.rand(4, 3)).sum().backward()
 optimizer.step()                      # Adam's state is created here, in float32
-model.to(torch.float64)
-print("same parameter object after .to():", model.weight is weight)
+model.to(torch.float64)               # stands in for a move to another device
+print("same Parameter object after .to(float64):", model.weight is weight)
 optimizer.zero_grad()
 model(torch.rand(4, 3, dtype=torch.float64)).sum().backward()
 try:
     optimizer.step()
-except RuntimeError as error:
+except RuntimeError:
     print("the old state does not fit the moved parameters: RuntimeError")
+
+model = nn.Linear(3, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+model.to("meta")
+print("after .to('meta') the optimizer holds the model's weight:",
+      any(p is model.weight for p in optimizer.param_groups[0]["params"]))
 
 model = nn.Linear(3, 1).to(torch.float64)        # move first ...
 optimizer = torch.optim.Adam(model.parameters(), lr=0.1)   # ... then build the optimizer
@@ -264,34 +284,55 @@ print("moved first, then built: the step works")
 # returns at once. Reading the clock right after it measures the queueing, not the
 # work. Before each clock read we therefore wait until the device is idle.
 #
-# Several innocent-looking operations wait too, silently: `.item()`, `print`ing a
-# tensor, `.cpu()`, `.tolist()` and `if tensor > 0:` all need the value on the
-# host, so the CPU stops until the GPU has caught up. Each such call in a loop
-# costs a synchronization plus a small copy. (`.numpy()` is not on this list: on
-# a GPU tensor it raises a `TypeError` and asks for `.cpu()` first. In
-# `t.cpu().numpy()` it is `.cpu()` that waits.)
+# Several innocent-looking operations wait too, silently: `.item()`, `.tolist()`,
+# `.cpu()` (and `.to("cpu")`), `float(t)`, `print`ing a tensor and
+# `if t > 0:` all need the value on the host, so the CPU stops until the GPU
+# has computed it and then copies it over. Each such call in a loop costs a
+# synchronization plus a small copy. (The one exception is
+# `.to("cpu", non_blocking=True)`: it returns before the copy is done, and the
+# values may be read only after a synchronize.)
 #
-# For the timing itself we use `torch.utils.benchmark.Timer` rather than a
-# hand-written loop around `time.perf_counter()`. It warms up, repeats the
-# statement until the total time is long enough to measure reliably, reports
-# every block so we can take the fastest (the one least disturbed by other
-# programs), and fixes the number of CPU threads. We still synchronize inside
-# the timed statement, so every measurement ends with the device idle.
+# `.numpy()` is *not* on the list: it works on CPU tensors only and raises a
+# `TypeError` for any other device, asking for `.cpu()` first; in
+# `t.cpu().numpy()` it is `.cpu()` that waits. The `meta` device shows the
+# same error on every machine (a CUDA tensor's message names `cuda:0` instead):
 
 # %%
-def synchronize(device):
-    """Block until all queued work on `device` has finished."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    elif device.type == "mps":
-        torch.mps.synchronize()
+try:
+    torch.ones(3, device="meta").numpy()
+except TypeError as error:
+    print("TypeError:", error)
 
+# %% [markdown]
+# For the timing itself we use `torch.utils.benchmark.Timer` rather than a
+# hand-written loop around `time.perf_counter()`. One hand-timed run includes
+# whatever else the machine was doing at that moment, and the first call of
+# anything is slow (memory is allocated, kernels are chosen). The Timer first
+# runs the statement a few times to choose how many calls make one block long
+# enough to measure (which also warms it up), then times block after block and
+# keeps every block's time, so we can take the **fastest block**: the one least
+# disturbed by other programs. It runs with one CPU thread unless told
+# otherwise, so CPU numbers compare across machines, and on a CUDA machine its
+# clock synchronizes before each read. We also synchronize at the end of the
+# timed statement ourselves, with `torch.accelerator.synchronize`, so every
+# block ends with the device idle whatever the accelerator. (On CUDA, a pair of
+# `torch.cuda.Event(enable_timing=True)` recorded before and after the work is
+# the other correct tool: the GPU itself notes the two times, and
+# `start.elapsed_time(end)` gives the milliseconds once `end.synchronize()` has
+# returned.)
 
+# %%
 from torch.utils import benchmark
 
 
+def synchronize(device):
+    """Wait until all work queued on `device` is done; on the CPU nothing is queued."""
+    if device.type != "cpu":
+        torch.accelerator.synchronize(device)
+
+
 def per_call(fn, device, min_run_time=0.05):
-    """Seconds per call of fn(), the fastest block of torch's benchmark timer; the device is idle when each block ends."""
+    """Seconds per call of fn(): the fastest block of torch's benchmark timer, each block ending with the device idle."""
     synchronize(device)
     timer = benchmark.Timer(stmt="fn(); synchronize(device)",
                             globals={"fn": fn, "synchronize": synchronize, "device": device})
@@ -307,7 +348,8 @@ def per_call(fn, device, min_run_time=0.05):
 #    either `.item()` after every step (a sync and a copy per step), or keep the
 #    norms on the device and move them together at the end.
 #
-# The numbers depend on the machine, so the cell checks only that they make sense.
+# The numbers depend on the machine (this cell's output is not checked); each is
+# the fastest of many blocks, so a busy machine changes them little.
 
 # %% tags=["nbval-ignore-output"]
 def experiments(device):
@@ -339,10 +381,12 @@ def experiments(device):
 devices = [torch.device("cpu")] + ([device] if device.type != "cpu" else [])
 timings = {d.type: experiments(d) for d in devices}
 for name, result in timings.items():
-    # Only what holds on any machine under any load is asserted; which variant
-    # wins is measured, not promised (a busy machine can blur small gaps).
     assert all(t > 0 for t in result.values())
-    print(name, {k: f"{v * 1e3:.3f} ms" for k, v in result.items()})
+    small, batched, each, once = result.values()
+    print(f"{name}: 256 small products {small * 1e3:.3f} ms, one batched product {batched * 1e3:.3f} ms"
+          f" (the loop takes {small / batched:.0f} times as long)")
+    print(f"{name}: .item() every step {each * 1e3:.3f} ms, moved once {once * 1e3:.3f} ms"
+          f" (ratio {each / once:.2f})")
 
 # %% [markdown]
 # The same numbers as a picture (milliseconds per run, fastest block; one
@@ -390,15 +434,19 @@ print(f"clock read right after queueing: {queued * 1e3:.2f} ms; after synchroniz
 # %% [markdown]
 # ## GPU memory
 #
-# PyTorch does not hand freed GPU memory back to the driver. Its *caching
-# allocator* keeps the blocks for the next tensor, because asking the driver is
-# slow. So two numbers matter: `torch.cuda.memory_allocated()` (bytes held by
-# live tensors) and `torch.cuda.memory_reserved()` (bytes the cache holds,
-# which is what `nvidia-smi` shows). `max_memory_allocated()` is the peak
-# since the last `reset_peak_memory_stats()`, the number to watch when a model
-# barely fits. `empty_cache()` returns unused cached blocks to the driver, for
-# other programs; it does not free memory your tensors still use. These
-# counters exist for CUDA only, so the cell explains and skips itself elsewhere.
+# When a CUDA tensor is freed, PyTorch does not give its memory back to the
+# driver. Its *caching allocator* keeps the block for the next tensor, because
+# asking the driver is slow. So two numbers matter:
+# `torch.cuda.memory_allocated()` (bytes held by live tensors) and
+# `torch.cuda.memory_reserved()` (bytes the cache holds, live or free).
+# `nvidia-smi` shows more than either: the reserved bytes plus the CUDA
+# context of the process (a few hundred MiB). `max_memory_allocated()` is the
+# peak since the start or the last `reset_peak_memory_stats()`, the number to
+# watch when a model barely fits. `empty_cache()` returns the unused cached
+# blocks to the driver, for other programs; it frees nothing a live tensor
+# uses. These calls are CUDA's (torch 2.9 and later also offer them for any
+# accelerator in `torch.accelerator.memory`), so the cell explains and skips
+# itself on other machines.
 
 # %% tags=["nbval-ignore-output"]
 if device.type == "cuda":
@@ -424,8 +472,9 @@ else:
 # buffer and blocks the CPU. From **pinned** (page-locked) memory the GPU can
 # copy directly, and with `non_blocking=True` the CPU continues while the copy
 # runs, so data loading can overlap with computing. `DataLoader(...,
-# pin_memory=True)` pins batches for you. Pinning needs an accelerator, so the
-# cell only pins when there is a CUDA device; `non_blocking=True` is harmless
+# pin_memory=True)` pins batches for you. Pinning needs an accelerator
+# (`pin_memory()` raises a `RuntimeError` on a machine without one), so the
+# cell pins only when there is a CUDA device; `non_blocking=True` is harmless
 # elsewhere. Before the CPU reads data that was copied without blocking,
 # synchronize.
 
@@ -442,16 +491,25 @@ print("the copy is complete after synchronizing:", torch.equal(moved.cpu(), host
 # How much faster? Below, host-to-device copies of 1 to 64 MiB, from pageable
 # and from pinned memory, each with and without `non_blocking`, in GB/s (the
 # copy is synchronized inside each timed run, so `non_blocking` shows only what
-# it saves in the copy itself; its real gain is the overlap above). On a
-# machine without a GPU there is no host-to-device copy: we measure a plain
-# copy within CPU memory instead, as the baseline a bus transfer is compared
-# with, and skip pinning.
+# it saves in the copy itself; its real gain is the overlap above). On a CUDA
+# GPU expect pinned copies to be clearly faster than pageable ones, most of all
+# for large copies. On a machine without a GPU there is no host-to-device copy
+# and nothing to pin: we measure a plain copy within CPU memory instead, the
+# baseline a bus transfer is compared with (`non_blocking` does nothing there;
+# copies small enough for the processor's caches come out faster).
 
 # %% tags=["nbval-ignore-output"]
 sizes_mib = [1, 4, 16, 64]
-variants = [("pageable", False), ("pageable", True)]
+variants = [("pageable", False)]
+if device.type != "cpu":
+    variants.append(("pageable", True))
 if device.type == "cuda":
     variants += [("pinned", False), ("pinned", True)]
+elif not torch.accelerator.is_available():
+    try:
+        torch.ones(1).pin_memory()
+    except RuntimeError as error:
+        print(f"no pinned memory without an accelerator: RuntimeError: {error}")
 bandwidth = {variant: [] for variant in variants}
 for size in sizes_mib:
     source = torch.ones(size * 2**20 // 4)
@@ -463,9 +521,12 @@ for size in sizes_mib:
 
 figure, axis = plt.subplots()
 for (memory, non_blocking), values in bandwidth.items():
-    axis.plot(sizes_mib, values, "o-", label=f"{memory}{', non_blocking' if non_blocking else ''}")
+    label = f"{memory}{', non_blocking' if non_blocking else ''}" if device.type != "cpu" else "host to host"
+    axis.plot(sizes_mib, values, "o-", label=label)
 axis.set_xscale("log", base=2)
-axis.set_title(f"Copies from host memory to {device.type}")
+axis.set_xticks(sizes_mib, [str(size) for size in sizes_mib])
+axis.set_title(f"Copies from host memory to {device.type}" if device.type != "cpu"
+               else "Copies within host memory (no GPU here)")
 axis.set_xlabel("copy size (MiB)")
 axis.set_ylabel("bandwidth (GB/s)")
 axis.legend()
@@ -512,16 +573,19 @@ else:
 # - All operands of an operation must share a device; PyTorch raises otherwise.
 # - Draw random values on the CPU and move them, for the same numbers everywhere.
 # - `torch.accelerator` (`is_available`, `current_accelerator`, `device_count`,
-#   `synchronize`) asks the same questions for any accelerator.
+#   `synchronize`) asks the same questions for any accelerator; its
+#   `synchronize` raises where there is none.
 # - GPUs run asynchronously: synchronize before reading a clock, and time with
-#   `torch.utils.benchmark.Timer`. `.item()`, `.cpu()`, `.tolist()`, printing
-#   and `if t > 0:` synchronize silently (`.numpy()` on a GPU tensor raises:
-#   `.cpu()` first); batch work and move results once.
-# - Move the model first, then build the optimizer: its state stays where it was
-#   created.
+#   `torch.utils.benchmark.Timer`, taking the fastest block. `.item()`,
+#   `.tolist()`, `.cpu()`, `float(t)`, printing and `if t > 0:` synchronize
+#   silently; `.numpy()` on a GPU tensor raises a `TypeError` (call `.cpu()`
+#   first, which is what waits). Batch work and move results once.
+# - Move the model first, then build the optimizer: optimizer state stays where
+#   it was created, and on some devices `.to()` even replaces the Parameter
+#   objects the optimizer holds.
 # - The caching allocator keeps freed GPU memory: `memory_allocated` counts live
-#   tensors, `memory_reserved` the cache, `empty_cache` returns it.
-# - Pinned memory plus `non_blocking=True` makes copies faster and lets them
-#   overlap with computation.
+#   tensors, `memory_reserved` the cache, `empty_cache` returns the unused part.
+# - Pinned memory (it needs an accelerator) makes host-to-GPU copies faster, and
+#   with `non_blocking=True` they overlap with computation.
 #
 # Now practise in the exercise: `exercises/07_gpus/07_gpus.ipynb`.

@@ -10,3 +10,17 @@ def atomic_save(obj, path):
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+# %% right id=atomic_save -- pickles into memory first, then writes a NamedTemporaryFile next to the target
+def atomic_save(obj, path):
+    import io
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    folder = os.path.dirname(os.path.abspath(path))
+    with tempfile.NamedTemporaryFile(dir=folder, delete=False) as f:
+        f.write(buffer.getvalue())
+    try:
+        os.replace(f.name, path)
+    except BaseException:
+        os.remove(f.name)
+        raise

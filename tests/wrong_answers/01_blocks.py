@@ -236,3 +236,91 @@ class FixedHiddenMLP(nn.Module):
         while X.abs().sum() > 1:
             X = X / 2
         return X.sum()
+
+# %% wrong id=MySequential -- runs the set of its modules, which drops a repeat and loses the order
+class MySequential(nn.Module):
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            named = modules[0].items()
+        else:
+            named = ((str(i), module) for i, module in enumerate(modules))
+        for name, module in named:
+            self.add_module(name, module)
+
+    def forward(self, X):
+        for module in set(self._modules.values()):
+            X = module(X)
+        return X
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+# %% wrong id=MySequential -- forward right, but net[i] indexes children(), so a repeated module has one index
+class MySequential(nn.Module):
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            named = modules[0].items()
+        else:
+            named = ((str(i), module) for i, module in enumerate(modules))
+        for name, module in named:
+            self.add_module(name, module)
+
+    def forward(self, X):
+        for module in self._modules.values():
+            X = module(X)
+        return X
+
+    def __getitem__(self, i):
+        return list(self.children())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+# %% wrong id=MySequential -- forward right, but len() counts children(), so a repeated module counts once
+class MySequential(nn.Module):
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            named = modules[0].items()
+        else:
+            named = ((str(i), module) for i, module in enumerate(modules))
+        for name, module in named:
+            self.add_module(name, module)
+
+    def forward(self, X):
+        for module in self._modules.values():
+            X = module(X)
+        return X
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
+    def __len__(self):
+        return len(list(self.children()))
+
+# %% wrong id=MySequential -- keys the children by module, so a module passed twice is registered once
+class MySequential(nn.Module):
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            named = modules[0].items()
+        else:
+            named = ((f"layer{id(module)}", module) for module in modules)
+        for name, module in named:
+            self.add_module(name, module)
+
+    def forward(self, X):
+        for module in self._modules.values():
+            X = module(X)
+        return X
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
+    def __len__(self):
+        return len(self._modules)

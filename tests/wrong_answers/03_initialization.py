@@ -208,3 +208,27 @@ def my_init(m):
     if isinstance(m, nn.Linear):
         with torch.no_grad():
             m.weight.uniform_(-10, 10)
+
+# %% wrong id=my_init -- replaces the weight with a new Parameter instead of changing it in place
+def my_init(m):
+    if isinstance(m, nn.Linear):
+        m.weight = nn.Parameter(weird_init_(torch.empty_like(m.weight)))
+
+# %% wrong id=my_init -- also runs weird_init_ on the bias
+def my_init(m):
+    if isinstance(m, nn.Linear):
+        weird_init_(m.weight)
+        if m.bias is not None:
+            weird_init_(m.bias)
+
+# %% wrong id=activation_stds -- detaches each output but runs the forward pass with autograd recording
+def activation_stds(net, x):
+    stds = []
+    handles = [m.register_forward_hook(lambda mod, inp, out: stds.append(out.detach().std().item()))
+               for m in net.modules() if isinstance(m, nn.Linear)]
+    try:
+        net(x)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return stds

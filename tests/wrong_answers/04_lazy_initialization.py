@@ -125,7 +125,7 @@ def apply_init(net, example_input, init_fn=None):
         net.apply(init_fn)
     return net
 
-# %% wrong id=apply_init -- calls net.forward, which skips the network's hooks
+# %% wrong id=apply_init -- calls net.forward, which skips net's own hooks: a lazy layer passed as the net never materializes
 def apply_init(net, example_input, init_fn=None):
     modes = {module: module.training for module in net.modules()}
     net.eval()
@@ -138,3 +138,93 @@ def apply_init(net, example_input, init_fn=None):
     if init_fn is not None:
         net.apply(init_fn)
     return net
+
+# %% wrong id=apply_init -- dry run in eval mode but restores only the top module's mode
+def apply_init(net, example_input, init_fn=None):
+    was_training = net.training
+    net.eval()
+    try:
+        with torch.no_grad():
+            net(example_input)
+    finally:
+        net.training = was_training
+    if init_fn is not None:
+        net.apply(init_fn)
+    return net
+
+# %% wrong id=MultiWidthNet -- one lazy input layer for every width: it fixes its width at the first batch
+class MultiWidthNet(nn.Module):
+    def __init__(self, hidden=16, out_features=1):
+        super().__init__()
+        self.net = nn.Sequential(nn.LazyLinear(hidden), nn.ReLU(), nn.Linear(hidden, out_features))
+
+    def forward(self, X):
+        return self.net(X)
+
+# %% wrong id=MultiWidthNet -- keeps the input layers in a plain dict, so they are not registered
+class MultiWidthNet(nn.Module):
+    def __init__(self, hidden=16, out_features=1):
+        super().__init__()
+        self.hidden = hidden
+        self.inputs = {}
+        self.body = nn.Sequential(nn.ReLU(), nn.Linear(hidden, out_features))
+
+    def forward(self, X):
+        d = X.shape[-1]
+        if d not in self.inputs:
+            self.inputs[d] = nn.LazyLinear(self.hidden)
+        return self.body(self.inputs[d](X))
+
+# %% wrong id=MultiWidthNet -- makes a new input layer on every call
+class MultiWidthNet(nn.Module):
+    def __init__(self, hidden=16, out_features=1):
+        super().__init__()
+        self.hidden = hidden
+        self.inputs = nn.ModuleDict()
+        self.body = nn.Sequential(nn.ReLU(), nn.Linear(hidden, out_features))
+
+    def forward(self, X):
+        key = str(X.shape[-1])
+        self.inputs[key] = nn.LazyLinear(self.hidden)
+        return self.body(self.inputs[key](X))
+
+# %% wrong id=MultiWidthNet -- a whole network per width: the body is not shared
+class MultiWidthNet(nn.Module):
+    def __init__(self, hidden=16, out_features=1):
+        super().__init__()
+        self.hidden, self.out_features = hidden, out_features
+        self.nets = nn.ModuleDict()
+
+    def forward(self, X):
+        key = str(X.shape[-1])
+        if key not in self.nets:
+            self.nets[key] = nn.Sequential(nn.LazyLinear(self.hidden), nn.ReLU(),
+                                           nn.Linear(self.hidden, self.out_features))
+        return self.nets[key](X)
+
+# %% wrong id=MultiWidthNet -- keys the input layers on the batch size instead of the width
+class MultiWidthNet(nn.Module):
+    def __init__(self, hidden=16, out_features=1):
+        super().__init__()
+        self.hidden = hidden
+        self.inputs = nn.ModuleDict()
+        self.body = nn.Sequential(nn.ReLU(), nn.Linear(hidden, out_features))
+
+    def forward(self, X):
+        key = str(X.shape[0])
+        if key not in self.inputs:
+            self.inputs[key] = nn.LazyLinear(self.hidden)
+        return self.body(self.inputs[key](X))
+
+# %% wrong id=MultiWidthNet -- ignores the constructor's sizes
+class MultiWidthNet(nn.Module):
+    def __init__(self, hidden=16, out_features=1):
+        super().__init__()
+        self.inputs = nn.ModuleDict()
+        self.body = nn.Sequential(nn.ReLU(), nn.Linear(16, 2))
+
+    def forward(self, X):
+        key = str(X.shape[-1])
+        if key not in self.inputs:
+            self.inputs[key] = nn.LazyLinear(16)
+        return self.body(self.inputs[key](X))

@@ -129,3 +129,12 @@ class FourierHalf(nn.Module):
     def forward(self, X):
         n = X.shape[-1]
         return torch.fft.fft(X).abs()[..., : (n + 1) // 2]
+
+# %% wrong id=TensorReduction -- pairs x[b] with the x of every other example too (sums over two batch indices)
+class TensorReduction(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(in_features, in_features, out_features))
+
+    def forward(self, x):
+        return torch.einsum("ijk,bi,cj->bk", self.weight, x, x)

@@ -88,6 +88,44 @@ def atomic_save(obj, path):
     torch.save(obj, tmp)
     os.replace(tmp, path)
 
+# %% wrong id=atomic_save -- leaves its temporary file behind when the write fails
+def atomic_save(obj, path):
+    tmp = f"{path}.tmp"
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+# %% wrong id=atomic_save -- writes the temporary file in the system's temp folder, maybe another file system
+def atomic_save(obj, path):
+    fd, tmp = tempfile.mkstemp(suffix=".pt")
+    os.close(fd)
+    try:
+        torch.save(obj, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        os.remove(tmp)
+        raise
+
+# %% wrong id=atomic_save -- catches the error and carries on, so the caller thinks the save worked
+def atomic_save(obj, path):
+    tmp = f"{path}.tmp"
+    try:
+        torch.save(obj, tmp)
+        os.replace(tmp, path)
+    except Exception:  # "a failed save should not stop the training run"
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+# %% wrong id=atomic_save -- copies the temporary file over path (not atomic) and keeps the copy
+def atomic_save(obj, path):
+    import shutil
+    tmp = f"{path}.tmp"
+    try:
+        torch.save(obj, tmp)
+    except BaseException:
+        os.remove(tmp)
+        raise
+    shutil.copyfile(tmp, path)
+
 # %% wrong id=load_prefix -- loads the whole state_dict
 def load_prefix(model, state_dict, prefixes):
     model.load_state_dict(state_dict, strict=False)

@@ -228,3 +228,59 @@ def log_norms(n, size, device, on_device=True):
         norm = torch.linalg.matrix_norm(A @ B)
         norms.append(norm if on_device else norm.item())
     return [float(v) for v in norms]
+
+# %% wrong id=log_norms -- ignores on_device: moves each norm with .cpu() in every step, stacks on the CPU
+def log_norms(n, size, device, on_device=True):
+    generator = torch.Generator().manual_seed(0)
+    norms = []
+    for _ in range(n):
+        A = torch.randn(size, size, generator=generator).to(device)
+        B = torch.randn(size, size, generator=generator).to(device)
+        norms.append(torch.linalg.matrix_norm(A @ B).cpu())
+    return torch.stack(norms).tolist()
+
+# %% wrong id=log_norms -- ignores on_device: .tolist() of the stack on the device, once, either way
+def log_norms(n, size, device, on_device=True):
+    generator = torch.Generator().manual_seed(0)
+    norms = []
+    for _ in range(n):
+        A = torch.randn(size, size, generator=generator).to(device)
+        B = torch.randn(size, size, generator=generator).to(device)
+        norms.append(torch.linalg.matrix_norm(A @ B))
+    return torch.stack(norms).tolist()
+
+# %% wrong id=log_norms -- on_device=True builds the result with torch.tensor(list of device norms), which reads each one
+def log_norms(n, size, device, on_device=True):
+    generator = torch.Generator().manual_seed(0)
+    norms = []
+    for _ in range(n):
+        A = torch.randn(size, size, generator=generator).to(device)
+        B = torch.randn(size, size, generator=generator).to(device)
+        norm = torch.linalg.matrix_norm(A @ B)
+        norms.append(norm if on_device else norm.item())
+    return torch.tensor(norms).tolist() if on_device else norms
+
+# %% wrong id=log_norms -- on_device=True writes each norm into a CPU tensor as it goes
+def log_norms(n, size, device, on_device=True):
+    generator = torch.Generator().manual_seed(0)
+    out = torch.empty(n, dtype=torch.float32)
+    norms = []
+    for i in range(n):
+        A = torch.randn(size, size, generator=generator).to(device)
+        B = torch.randn(size, size, generator=generator).to(device)
+        norm = torch.linalg.matrix_norm(A @ B)
+        if on_device:
+            out[i] = norm
+        else:
+            norms.append(norm.item())
+    return out.tolist() if on_device else norms
+
+# %% wrong id=log_norms -- ignores on_device: .to("cpu") on each product, norms computed on the host
+def log_norms(n, size, device, on_device=True):
+    generator = torch.Generator().manual_seed(0)
+    norms = []
+    for _ in range(n):
+        A = torch.randn(size, size, generator=generator).to(device)
+        B = torch.randn(size, size, generator=generator).to(device)
+        norms.append(torch.linalg.matrix_norm((A @ B).to("cpu")).item())
+    return norms

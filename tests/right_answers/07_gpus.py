@@ -1,0 +1,54 @@
+# Correct answers written differently from the model solution; every graded test must pass.
+
+# %% right id=try_gpu -- asks is_available() before counting, compares i < count
+def try_gpu(i=0):
+    if torch.cuda.is_available() and i < torch.cuda.device_count():
+        return torch.device("cuda", i)
+    if i == 0 and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+# %% right id=try_all_gpus -- returns device strings instead of torch.device objects
+def try_all_gpus():
+    if torch.cuda.device_count():
+        return [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    return ["mps"] if torch.backends.mps.is_available() else ["cpu"]
+
+# %% right id=timed -- times each call on its own, synchronizing before every clock read
+def timed(fn, device, repeats=10):
+    cuda = torch.device(device).type == "cuda"
+    total = 0.0
+    for _ in range(repeats):
+        if cuda:
+            torch.cuda.synchronize(device)
+        start = time.perf_counter()
+        fn()
+        if cuda:
+            torch.cuda.synchronize(device)
+        total += time.perf_counter() - start
+    return total / repeats
+
+# %% right id=log_norms -- global seed, float() per step, .tolist() of the stack straight from the device
+def log_norms(n, size, device, on_device=True):
+    torch.manual_seed(42)
+    norms = []
+    for _ in range(n):
+        A, B = torch.randn(size, size).to(device), torch.randn(size, size).to(device)
+        norm = torch.linalg.norm(A @ B)
+        norms.append(norm if on_device else float(norm))
+    return torch.stack(norms).tolist() if on_device else norms
+
+# %% right id=log_norms -- a preallocated device tensor, moved with .to("cpu"); .cpu().item() per step otherwise
+def log_norms(n, size, device, on_device=True):
+    generator = torch.Generator().manual_seed(7)
+    out = torch.empty(n, device=device)
+    norms = []
+    for i in range(n):
+        A = torch.randn(size, size, generator=generator).to(device)
+        B = torch.randn(size, size, generator=generator).to(device)
+        norm = (A @ B).pow(2).sum().sqrt()
+        if on_device:
+            out[i] = norm
+        else:
+            norms.append(norm.cpu().item())
+    return out.to("cpu").numpy().tolist() if on_device else norms
