@@ -1,0 +1,802 @@
+"""Kernels forked from a warm template: torch is imported once, not once per notebook.
+
+Starting a kernel and importing torch costs about 2.5 s, the same work for
+every notebook. A *template* is a Python process that has imported ipykernel,
+torch, numpy and matplotlib and then waits; for each kernel it forks a copy
+that becomes the kernel, ready in a few tens of milliseconds.
+
+Every Jupyter client gets it through Jupyter's own extension point: the
+course's `python3` kernel spec (installed into the environment by
+`python -m grader.template install`, run by `make setup`) names the kernel
+provisioner `course-kernel-template` (an entry point of this package), so
+nbval, `nbgrader validate`/`autograde`, Formgrader, JupyterLab and the grader's
+workers all start kernels through `TemplateProvisioner`. Each client process
+gets its own template, started on its first kernel. When the template cannot
+serve a kernel (not this Python's ipykernel, a sandbox asked for without root,
+the template failed to start, `GRADER_KERNEL_TEMPLATE=off`), the provisioner
+logs why and starts the kernel normally, as Jupyter's own provisioner does.
+
+Processes, for one kernel::
+
+    client (grader worker, nbval, ...)
+      `- template: root or the client's user, outside any sandbox, never runs student code
+           `- keeper (one per kernel): reports the kernel's exit to the client; kills the kernel
+              |                        when the client goes away
+              `- kernel                                                  (plain kernels)
+              `- init, pid 1 of a new pid namespace: reaps, exits with the kernel's status
+                   `- kernel: its own user, limits, no capabilities      (sandboxed kernels)
+
+A sandboxed kernel (the grader's, see sandbox.py) gets exactly what bwrap
+would give it, built from the same `sandbox.layout`: new mount, pid, network,
+IPC and UTS namespaces; a fresh root holding only the system folders and the
+Python environment read-only, its scratch and socket folders writable, and
+private /tmp, /dev and /proc; the same resource limits, then no capabilities,
+no new privileges and the job's unprivileged uid. The template itself is
+started with the allowlisted environment (nothing of the instructor's is in
+its memory for a fork to read), holds no files of the course, and is reached
+only through a socket in a folder private to the client. Nothing a kernel does
+reaches it: the kernel cannot see it (pid namespace), signal it (other uid) or
+write to it (copy-on-write memory). If the template dies anyway, kernels
+already running are unaffected (their keeper, not the template, reports their
+exit) and the next kernel starts a new template.
+
+What a fork shares with its template that a fresh process would not: the
+interpreter's hash seed and the already-imported modules (reseeded: `random`,
+numpy's global generator; reset: matplotlib's config and cache folders,
+`tempfile`'s folder, the time zone). `/proc/self/cmdline` names the template.
+"""
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import json
+import logging
+import os
+import platform
+import resource
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.provisioning import LocalProvisioner
+from traitlets import Bool, Float
+
+PROVISIONER_NAME = "course-kernel-template"
+# Set to "off" (or 0/false/no) to start every kernel normally, e.g. to compare (make bench).
+SWITCH = "GRADER_KERNEL_TEMPLATE"
+PRELOAD = ("torch", "numpy", "matplotlib", "ipykernel.kernelapp")
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+# Its own logger: the notes must show even where a client quiets traitlets' (the grader does).
+log = logging.getLogger("grader.template")
+LAUNCHER = "ipykernel_launcher"
+
+# -- Linux interfaces Python 3.11 does not wrap ----------------------------------------
+CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS = 0x00020000, 0x02000000, 0x04000000
+CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x08000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MOUNT_FLAGS = {"ro": MS_RDONLY, "nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC,
+               "noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21}
+MNT_DETACH = 2
+PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 4, 24, 38
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine())
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+DEVICE_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
+                "stderr": "/proc/self/fd/2", "ptmx": "pts/ptmx", "core": "/proc/kcore"}
+# Parts of /proc a kernel may read but never change (what bwrap makes read-only here).
+PROC_READ_ONLY = ("irq", "bus")
+RLIMITS = {"as": resource.RLIMIT_AS, "nproc": resource.RLIMIT_NPROC, "fsize": resource.RLIMIT_FSIZE,
+           "nofile": resource.RLIMIT_NOFILE, "core": resource.RLIMIT_CORE}
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    enc = lambda s: None if s is None else s.encode()  # noqa: E731
+    _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
+           f"mount {source} on {target}")
+
+
+def _unshare(flags: int) -> None:
+    _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
+
+
+def _prctl(option: int, value: int) -> None:
+    _check(_libc.prctl(ctypes.c_int(option), ctypes.c_ulong(value), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                       ctypes.c_ulong(0)), f"prctl {option}")
+
+
+# -- the sandbox, built by hand from sandbox.layout ----------------------------------------------
+def _mount_flags(target: str) -> dict[str, int]:
+    """Every mount at or below `target` with the flags it has now (bind remounts must keep them)."""
+    found = {}
+    # Read between the two pivots: the host's /proc is under /oldroot, paths relative to the new root.
+    with open("/oldroot/proc/self/mountinfo", encoding="utf-8") as handle:
+        for line in handle:
+            fields = line.split()
+            point = fields[4].replace("\\040", " ")
+            if point == target or point.startswith(target.rstrip("/") + "/"):
+                found[point] = sum(MOUNT_FLAGS.get(option, 0) for option in fields[5].split(","))
+    return found
+
+
+def _bind(source: str, target: str, read_only: bool) -> None:
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        open(target, "a").close()
+    _mount(source, target, None, MS_BIND | MS_REC)
+    extra = MS_NOSUID | MS_NODEV | (MS_RDONLY if read_only else 0)
+    for point, flags in _mount_flags(target).items():
+        _mount(None, point, None, MS_BIND | MS_REMOUNT | flags | extra)
+
+
+def _make_dev(target: str) -> None:
+    os.makedirs(target, exist_ok=True)
+    _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+    for name in DEVICES:
+        if os.path.exists(f"/oldroot/dev/{name}"):
+            open(f"{target}/{name}", "a").close()
+            _mount(f"/oldroot/dev/{name}", f"{target}/{name}", None, MS_BIND | MS_NOSUID)
+    for name, points_to in DEVICE_LINKS.items():
+        os.symlink(points_to, f"{target}/{name}")
+    for name in ("shm", "pts"):
+        os.mkdir(f"{target}/{name}", 0o755)
+    try:
+        _mount("devpts", f"{target}/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620")
+    except OSError:
+        pass  # no pseudo-terminals: nothing a notebook needs
+
+
+def _make_proc(target: str) -> None:
+    os.makedirs(target, exist_ok=True)
+    _mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    for name in PROC_READ_ONLY:
+        path = f"{target}/{name}"
+        if os.path.exists(path):
+            try:
+                _bind(path, path, read_only=True)
+            except OSError:
+                pass
+
+
+def _build_root(spec: dict, base: str) -> None:
+    """In fresh mount namespace, make `spec["layout"]` the whole filesystem (runs as pid 1, root)."""
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    _mount("tmpfs", base, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+    os.mkdir(f"{base}/newroot", 0o755)
+    _mount(f"{base}/newroot", f"{base}/newroot", None, MS_BIND | MS_REC)
+    os.mkdir(f"{base}/oldroot", 0o755)
+    if SYS_PIVOT_ROOT is None:
+        raise OSError(f"no pivot_root number known for {platform.machine()}")
+    _check(_libc.syscall(SYS_PIVOT_ROOT, base.encode(), f"{base}/oldroot".encode()), "pivot_root")
+    os.chdir("/")
+    for step in spec["layout"]:
+        kind = step[0]
+        new = "/newroot" + (step[2] if kind in ("symlink", "bind", "ro-bind") else step[1])
+        if kind == "dev":
+            _make_dev(new)
+        elif kind == "proc":
+            _make_proc(new)
+        elif kind == "tmpfs":
+            os.makedirs(new, exist_ok=True)
+            _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, f"mode={step[2]:04o}")
+        elif kind == "dir":
+            os.makedirs(new, exist_ok=True)
+            os.chmod(new, step[2])
+        elif kind == "symlink":
+            os.symlink(step[1], new)
+        elif kind in ("bind", "ro-bind"):
+            _bind("/oldroot" + step[1], new, read_only=kind == "ro-bind")
+        else:
+            raise ValueError(f"unknown sandbox step {step!r}")
+    _check(_libc.umount2(b"/oldroot", MNT_DETACH), "umount oldroot")
+    os.chdir("/newroot")
+    _check(_libc.syscall(SYS_PIVOT_ROOT, b".", b"."), "pivot_root")
+    _check(_libc.umount2(b".", MNT_DETACH), "umount old root")
+    os.chdir("/")
+
+
+def _loopback_up() -> None:
+    import fcntl
+    import struct
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        flags = struct.unpack("16sH", fcntl.ioctl(sock, SIOCGIFFLAGS, struct.pack("16sH", b"lo", 0)))[1]
+        fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH", b"lo", flags | IFF_UP))
+
+
+def _become_student(spec: dict) -> None:
+    """Limits, then no capabilities and no way back, then the job's own uid (as setpriv and prlimit do)."""
+    for name, value in spec["limits"].items():
+        resource.setrlimit(RLIMITS[name], (value, value))
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+    for cap in range(last + 1):
+        _prctl(PR_CAPBSET_DROP, cap)
+    uid = spec["uid"]
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    # A fresh process started as this user is dumpable (its /proc/self is its own);
+    # changing uid without exec clears the flag: set it as exec would.
+    _prctl(PR_SET_DUMPABLE, 1)
+
+
+# -- one kernel ------------------------------------------------------------------------------
+def _close_fds(keep: set[int]) -> None:
+    for fd in (int(n) for n in os.listdir("/proc/self/fd")):
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _reset_signals() -> None:
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _start_kernel(request: dict, ready: int) -> None:
+    """Turn this forked process into the kernel `request` describes (never returns)."""
+    code = 1
+    try:
+        os.umask(request["umask"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        time.tzset()
+        tempfile.tempdir = None
+        import random
+
+        random.seed()
+        if "numpy.random" in sys.modules:
+            sys.modules["numpy.random"].seed()
+        _reset_matplotlib(request["env"])
+        # As `python -m ipykernel_launcher` would have it: the launcher takes its
+        # own first sys.path entry away; the template's (its start folder) goes the same way.
+        sys.argv = [os.path.join(os.path.dirname(sys.modules["ipykernel"].__path__[0]), LAUNCHER + ".py"),
+                    *request["argv"][3:]]
+        del sys.path[0]
+        from ipykernel.kernelapp import IPKernelApp
+
+        # ipykernel reads JPY_PARENT_PID when it is imported (here: in the
+        # template); the parent to watch is the keeper, which lives as long as the client.
+        parent = os.getppid() if "JPY_PARENT_PID" in request["env"] else 0
+        os.write(ready, b"ready\n")
+        os.close(ready)
+        try:
+            IPKernelApp.launch_instance(parent_handle=parent)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        import atexit
+
+        atexit._run_exitfuncs()
+    except BaseException:
+        try:
+            os.write(ready, traceback.format_exc().encode())
+        except OSError:
+            pass
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        os._exit(code)
+
+
+def _reset_matplotlib(env: dict) -> None:
+    """What importing matplotlib in this kernel would have read from its environment."""
+    mpl = sys.modules.get("matplotlib")
+    if mpl is None:
+        return
+    for name in ("get_configdir", "get_cachedir"):
+        function = getattr(mpl, name)
+        cells = dict(zip(function.__code__.co_freevars, function.__closure__ or ()))
+        if "called" in cells:
+            cells["called"].cell_contents = False
+    mpl.rcParams["backend"] = env.get("MPLBACKEND") or INLINE_BACKEND
+
+
+def _sandboxed_init(request: dict, base: str, ready: int) -> None:
+    """pid 1 of the kernel's namespaces: build the sandbox, fork the kernel, reap, exit with its status."""
+    spec = request["sandbox"]
+    code = 70
+    try:
+        flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
+        _unshare(flags)
+        try:
+            _unshare(CLONE_NEWCGROUP)
+        except OSError:
+            pass
+        _build_root(spec, base)
+        socket.sethostname(spec["hostname"])
+        _loopback_up()
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+        request["env"]["PWD"] = spec["chdir"]  # as bwrap's --chdir sets it
+        kernel = os.fork()
+        if kernel == 0:
+            try:
+                os.setsid()
+                _become_student(spec)
+                os.chdir(spec["chdir"])
+            except BaseException:
+                os.write(ready, traceback.format_exc().encode())
+                os._exit(70)
+            _start_kernel(request, ready)
+        os.close(ready)
+        while True:
+            try:
+                pid, status = os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+            if pid == kernel:
+                # What bwrap reports: the status, or 128 + the signal that killed it.
+                code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+                break
+    except BaseException:
+        try:
+            os.write(ready, traceback.format_exc().encode())
+        except OSError:
+            pass
+    os._exit(code)
+
+
+def _plain_kernel(request: dict, ready: int) -> None:
+    try:
+        os.setsid()
+        if request.get("cwd"):
+            os.chdir(request["cwd"])
+    except BaseException:
+        os.write(ready, traceback.format_exc().encode())
+        os._exit(70)
+    _start_kernel(request, ready)
+
+
+def _send(conn: socket.socket, message: dict) -> None:
+    try:
+        conn.sendall(json.dumps(message).encode() + b"\n")
+    except OSError:
+        pass
+
+
+def _child_of(pid: int, proc_fd: int) -> int | None:
+    """The outer pid of `pid`'s first child (the kernel below its init), read from the host's /proc."""
+    try:
+        fd = os.open(f"{pid}/task/{pid}/children", os.O_RDONLY, dir_fd=proc_fd)
+        with os.fdopen(fd) as handle:
+            children = handle.read().split()
+        return int(children[0]) if children else None
+    except OSError:
+        return None
+
+
+def _keeper(conn: socket.socket, request: dict, fds: list[int], base: str) -> None:
+    """One kernel's keeper (forked by the template, never runs student code; never returns)."""
+    try:
+        _reset_signals()
+        os.setsid()
+        for target, fd in enumerate(fds[:3]):
+            os.dup2(fd, target)
+        for fd in fds:
+            if fd > 2:
+                os.close(fd)
+        sandbox = request.get("sandbox")
+        if sandbox:
+            _unshare(CLONE_NEWPID)
+        read_end, ready = os.pipe()
+        child = os.fork()
+        if child == 0:
+            conn.close()
+            os.close(read_end)
+            _close_fds({ready})
+            if sandbox:
+                _sandboxed_init(request, base, ready)
+            _plain_kernel(request, ready)
+        os.close(ready)
+        report = b""
+        while not report.startswith(b"ready\n"):
+            chunk = os.read(read_end, 65536)
+            if not chunk:
+                break
+            report += chunk
+        os.close(read_end)
+        kernel = child
+        if sandbox and report.startswith(b"ready\n"):
+            proc = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY)
+            deadline = time.monotonic() + 5
+            kernel = None
+            while kernel is None and time.monotonic() < deadline:
+                kernel = _child_of(child, proc)
+                kernel or time.sleep(0.005)
+            os.close(proc)
+        if not report.startswith(b"ready\n") or kernel is None:
+            os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
+            _send(conn, {"error": report.decode(errors="replace").strip() or "the kernel did not start"})
+            os._exit(0)
+        _send(conn, {"pid": kernel, "init": child})
+        pidfd = os.pidfd_open(child)
+        while True:
+            readable, _, _ = select.select([conn, pidfd], [], [])
+            if pidfd in readable:
+                _, status = os.waitpid(child, 0)
+                _send(conn, {"exit": os.waitstatus_to_exitcode(status)})
+                os._exit(0)
+            if conn in readable:
+                try:
+                    data = conn.recv(4096)
+                except OSError:
+                    data = b""
+                if not data:  # the client is gone: so is its kernel
+                    os.kill(child, signal.SIGKILL)
+    except BaseException:
+        _send(conn, {"error": traceback.format_exc()})
+    os._exit(0)
+
+
+# -- the template process -----------------------------------------------------------------------------
+def serve(folder: str) -> None:
+    """The template: import once, then fork a keeper and kernel per request on `folder`/socket."""
+    parent = os.getppid()
+    for name in PRELOAD:
+        __import__(name)
+    import matplotlib  # noqa: F401  (the font list, built once per template)
+    import matplotlib.font_manager  # noqa: F401
+
+    base = os.path.join(folder, "root")
+    os.makedirs(base, exist_ok=True)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # keepers are reaped by the kernel
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(os.path.join(folder, "socket"))
+    listener.listen(16)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    # Nobody reads these pipes from now on: a full pipe must never block the template.
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        os.dup2(quiet, fd)
+    os.close(quiet)
+    try:
+        while os.getppid() == parent:  # ends with its client
+            if not select.select([listener], [], [], 1.0)[0]:
+                continue
+            conn, _ = listener.accept()
+            try:
+                conn.settimeout(10)
+                message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 8)
+                while not message.endswith(b"\n"):
+                    more = conn.recv(1 << 20)
+                    if not more:
+                        break
+                    message += more
+                request = json.loads(message)
+                conn.settimeout(None)
+            except (OSError, ValueError) as exc:
+                _send(conn, {"error": f"bad request: {exc}"})
+                conn.close()
+                continue
+            if os.fork() == 0:
+                listener.close()
+                _keeper(conn, request, fds, base)
+            conn.close()
+            for fd in fds:
+                os.close(fd)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# -- the client side ------------------------------------------------------------------------------------
+class ForkedKernel:
+    """A kernel a template forked, with the parts of subprocess.Popen jupyter_client uses."""
+
+    stdin = stdout = stderr = None
+
+    def __init__(self, conn: socket.socket, pid: int, init: int, sandboxed: bool):
+        self._conn, self.pid, self.init, self.sandboxed = conn, pid, init, sandboxed
+        self.returncode: int | None = None
+        self._buffer = b""
+
+    def _read(self, timeout: float | None) -> None:
+        if self.returncode is not None:
+            return
+        if not select.select([self._conn], [], [], timeout)[0]:
+            return
+        data = self._conn.recv(4096)
+        if not data:  # the keeper is gone without a word: killed with the kernel
+            self.returncode = -signal.SIGKILL
+            return
+        self._buffer += data
+        while b"\n" in self._buffer:
+            line, self._buffer = self._buffer.split(b"\n", 1)
+            message = json.loads(line)
+            if "exit" in message:
+                self.returncode = message["exit"]
+
+    def poll(self) -> int | None:
+        self._read(0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise subprocess.TimeoutExpired("kernel", timeout)
+            self._read(left)
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        if self.poll() is None:
+            if self.sandboxed:
+                os.kill(self.pid, signum)
+            else:  # like a kernel started in a new session: its whole group
+                os.killpg(self.pid, signum)
+
+    def kill(self) -> None:
+        """The kernel and everything it started (a sandbox's init takes its namespace along)."""
+        if self.poll() is None:
+            if self.sandboxed:
+                os.kill(self.init, signal.SIGKILL)
+            else:
+                os.killpg(self.pid, signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class TemplateUnavailable(Exception):
+    pass
+
+
+class Template:
+    """This process's template, started on first use and again whenever it has died."""
+
+    start_timeout = 120.0
+
+    def __init__(self):
+        self.process: subprocess.Popen | None = None
+        self.folder: str | None = None
+        self.owner = os.getpid()
+        self.lock = threading.Lock()
+        self.starts = 0
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def _start(self) -> None:
+        from .sandbox import clean_environment
+
+        self.stop()
+        self.folder = tempfile.mkdtemp(prefix="grader-template-")  # 0700: only this user reaches the socket
+        env = clean_environment(self.folder)
+        env.update(MPLBACKEND=INLINE_BACKEND, MPLCONFIGDIR=os.path.join(self.folder, "matplotlib"))
+        package_root = str(Path(__file__).resolve().parent.parent)
+        self.process = subprocess.Popen(self.command(self.folder), cwd=package_root, env=env, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        self.starts += 1
+        if self.starts > 1:
+            log.warning("kernel template: the previous one died; started a new one")
+        ready, _, _ = select.select([self.process.stdout], [], [], self.start_timeout)
+        line = self.process.stdout.readline() if ready else b""
+        if line != b"ready\n":
+            self.process.kill()
+            error = self.process.stderr.read().decode(errors="replace").strip().splitlines()
+            self.stop()
+            raise TemplateUnavailable("the template did not start: " + (error[-1] if error else "no answer"))
+
+    def command(self, folder: str) -> list[str]:
+        return [sys.executable, "-m", "grader.template", "serve", folder]
+
+    def stop(self) -> None:
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.kill()
+            self.process.wait()
+            for stream in (self.process.stdout, self.process.stderr):
+                stream.close()
+            self.process = None
+        if self.folder:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
+
+    def fork(self, request: dict, fds: list[int]) -> ForkedKernel:
+        with self.lock:
+            for attempt in (1, 2):
+                if not self.alive():
+                    self._start()
+                conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                try:
+                    conn.connect(os.path.join(self.folder, "socket"))
+                    socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], fds)
+                    conn.settimeout(60)
+                    line = b""
+                    while not line.endswith(b"\n"):
+                        chunk = conn.recv(1)
+                        if not chunk:
+                            raise ConnectionError("the template closed the connection")
+                        line += chunk
+                    conn.settimeout(None)
+                except OSError as exc:
+                    conn.close()
+                    if attempt == 2:
+                        raise TemplateUnavailable(f"the template did not answer: {exc}") from exc
+                    self.stop()  # dead or stuck: the next attempt starts a new one
+                    continue
+                answer = json.loads(line)
+                if "error" in answer:
+                    conn.close()
+                    raise TemplateUnavailable(answer["error"].strip().splitlines()[-1])
+                return ForkedKernel(conn, answer["pid"], answer["init"], bool(request.get("sandbox")))
+        raise AssertionError("unreachable")
+
+
+_template: Template | None = None
+
+
+def template() -> Template:
+    """This process's template (a forked copy of a client gets its own)."""
+    global _template
+    if _template is None or _template.owner != os.getpid():
+        _template = Template()
+        import atexit
+
+        atexit.register(_template.stop)
+    return _template
+
+
+def enabled_by_environment() -> bool:
+    return os.environ.get(SWITCH, "on").strip().lower() not in ("0", "off", "false", "no")
+
+
+def _fd(value, default: int) -> tuple[int, bool]:
+    """A Popen-style stream argument as a file descriptor to pass, and whether we opened it."""
+    if value is None:
+        return default, False
+    if value in (subprocess.DEVNULL, subprocess.PIPE):
+        return os.open(os.devnull, os.O_RDWR), True
+    return (value if isinstance(value, int) else value.fileno()), False
+
+
+class TemplateProvisioner(LocalProvisioner):
+    """Jupyter's local provisioner, with kernels forked from a warm template when it can."""
+
+    use_template = Bool(True, help="fork kernels from a warm template (off: start each one normally)").tag(config=True)
+    start_timeout = Float(120, help="seconds to wait for a template to import its modules").tag(config=True)
+
+    def _why_not(self, argv: list[str], sandbox: dict | None) -> str | None:
+        if not self.use_template or not enabled_by_environment():
+            return f"switched off ({SWITCH} or TemplateProvisioner.use_template)"
+        if len(argv) < 3 or argv[1:3] != ["-m", LAUNCHER] or \
+                os.path.realpath(shutil.which(argv[0]) or argv[0]) != os.path.realpath(sys.executable):
+            return f"the kernel command is not this Python's ipykernel: {' '.join(argv[:3])}"
+        if sandbox is not None and (os.geteuid() != 0 or sandbox.get("uid") is None or SYS_PIVOT_ROOT is None):
+            return "a sandboxed kernel needs the grader to run as root on x86_64 or aarch64 Linux"
+        return None
+
+    async def launch_kernel(self, cmd: list[str], **kwargs: Any):
+        km = self.parent
+        sandbox = getattr(km, "sandbox_spec", None)
+        argv = getattr(km, "kernel_argv", None) or cmd
+        reason = self._why_not(argv, sandbox)
+        if reason is not None and reason.startswith("switched off"):
+            log.info("kernel template %s: starting the kernel normally", reason)
+            return await super().launch_kernel(cmd, **kwargs)
+        if reason is None:
+            try:
+                return await self._fork(argv, sandbox, kwargs)
+            except (TemplateUnavailable, OSError) as exc:
+                reason = str(exc)
+        log.warning("kernel template not used (%s): starting the kernel normally", reason)
+        return await super().launch_kernel(cmd, **kwargs)
+
+    async def _fork(self, argv: list[str], sandbox: dict | None, kwargs: dict):
+        env = dict(kwargs.get("env") if kwargs.get("env") is not None else os.environ)
+        if sandbox is None:
+            env["JPY_PARENT_PID"] = str(os.getpid())  # as jupyter_client's launcher sets it
+        umask = os.umask(0o022)
+        os.umask(umask)
+        request = {"argv": argv, "env": env, "cwd": str(kwargs.get("cwd") or os.getcwd()), "umask": umask,
+                   "sandbox": sandbox}
+        streams = [_fd(kwargs.get("stdin", subprocess.DEVNULL), 0), _fd(kwargs.get("stdout"), 1),
+                   _fd(kwargs.get("stderr"), 2)]
+        shared = template()
+        shared.start_timeout = self.start_timeout
+        try:
+            loop = asyncio.get_running_loop()
+            process = await loop.run_in_executor(None, shared.fork, request, [fd for fd, _ in streams])
+        finally:
+            for fd, opened in streams:
+                if opened:
+                    os.close(fd)
+        self.process = process
+        self.pid = process.pid
+        self.pgid = None if sandbox else process.pid
+        self.cwd = request["cwd"]
+        return self.connection_info
+
+    async def send_signal(self, signum: int) -> None:
+        if isinstance(self.process, ForkedKernel):
+            if signum == signal.SIGKILL:
+                self.process.kill()
+            else:
+                self.process.send_signal(signum)
+            return
+        await super().send_signal(signum)
+
+    async def kill(self, restart: bool = False) -> None:
+        if isinstance(self.process, ForkedKernel):
+            self.process.kill()
+            return
+        await super().kill(restart)
+
+    async def terminate(self, restart: bool = False) -> None:
+        if isinstance(self.process, ForkedKernel):
+            self.process.terminate()
+            return
+        await super().terminate(restart)
+
+    async def wait(self) -> int | None:
+        process = self.process
+        result = await super().wait()
+        if isinstance(process, ForkedKernel):
+            process.close()
+        return result
+
+
+# -- the kernel spec that names the provisioner ------------------------------------------------------------
+def install(prefix: str = sys.prefix) -> str:
+    """Make this environment's `python3` kernel spec start kernels through the template."""
+    from ipykernel.kernelspec import get_kernel_dict
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec = get_kernel_dict()  # ipykernel's own spec, with the provisioner added
+    spec["argv"][0] = "python"  # as ipykernel ships it: whichever Python the client runs
+    spec.setdefault("metadata", {})["kernel_provisioner"] = {"provisioner_name": PROVISIONER_NAME}
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "kernel.json").write_text(json.dumps(spec, indent=1) + "\n")
+        return KernelSpecManager().install_kernel_spec(tmp, "python3", prefix=prefix)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m grader.template", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("install", help="name the template provisioner in this environment's python3 kernel spec")
+    serving = sub.add_parser("serve", help="run a template (started by the provisioner, not by hand)")
+    serving.add_argument("folder")
+    args = parser.parse_args(argv)
+    if args.command == "install":
+        print("kernel spec installed:", install())
+        return 0
+    serve(args.folder)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,272 @@
+"""Kernels forked from the warm template (grader/template.py) are as isolated as
+kernels started normally, and grade the same.
+
+One worker (--jobs 1, in this process, so its template is this process's)
+grades a hostile student first, then others; the same class is graded again
+with the template switched off, and every row must be equal.
+"""
+import asyncio
+import logging
+import os
+import re
+import signal
+import subprocess
+import tempfile
+
+import nbformat
+import pytest
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.provisioning import KernelProvisionerFactory
+from traitlets.config import Config
+
+import grader_cases
+from conftest import ROOT
+import submissions
+from grader import grade, sandbox, template
+from grader.sandbox import SandboxedKernelManager
+from tools import course
+
+A = grader_cases.A
+FULL = grader_cases.FULL
+MARK = "HOSTILE_MARK_5b1c"
+
+# What a kernel can observe of its own sandbox; paths that differ per kernel
+# (its scratch and socket folders) are left out, everything else must be equal.
+PROBE = """import os, resource, socket
+status = open('/proc/self/status').read().splitlines()
+print('IDS', os.getuid(), os.getgid(), os.getgroups())
+print('CAPS', [l for l in status if l.startswith(('CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb', 'NoNewPrivs'))])
+print('LIMITS', [resource.getrlimit(getattr(resource, 'RLIMIT_' + n)) for n in ('AS', 'NPROC', 'FSIZE', 'NOFILE', 'CORE')])
+print('MOUNTS', sorted((l.split()[4], l.split()[5].split(',')[0]) for l in open('/proc/self/mountinfo')
+                       if not l.split()[4].startswith('/tmp/')))
+print('HOST', socket.gethostname(), socket.if_nameindex())
+print('PIDS', sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))
+print('TMP', sorted(n for n in os.listdir('/tmp') if not n.startswith(('grader-kernel-', 'grader-scratch-', 'tmp'))))
+print('HERE', sorted(os.listdir('.')), os.environ['HOME'] == os.getcwd())
+print('ENV', sorted(os.environ))
+print('ENVIRON', sorted(k.split(b'=')[0] for k in open('/proc/self/environ', 'rb').read().split(b'\\0') if k))
+print('ALLOC', len(bytearray(500_000_000)))
+"""
+
+# Everything a student can try against the next one on the same worker.
+HOSTILE = f"""import os, signal, subprocess
+for path in ['/tmp/{MARK}', '{MARK}', os.path.expanduser('~/{MARK}.home')]:
+    open(path, 'w').write('left behind')
+subprocess.Popen(['sleep', '4343'], start_new_session=True)
+if os.fork() == 0:
+    os.setsid()
+    os.execvp('sleep', ['sleep', '4344'])
+for sig in (signal.SIGTERM, signal.SIGKILL):
+    try:
+        os.kill(os.getppid(), sig)
+    except OSError as exc:
+        print('ppid', type(exc).__name__)
+for pid in (int(p) for p in os.listdir('/proc') if p.isdigit()):
+    if pid not in (os.getpid(),):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+hog = []
+try:
+    while True:
+        hog.append(bytearray(100_000_000))
+except MemoryError:
+    print('memory full after', len(hog), 'blocks')
+"""
+# Then a cell kills everything the student may signal, its own kernel included:
+# every test after it scores zero.
+# (kill(-1) spares the caller, so the kernel then kills itself.)
+KILL_ALL = "import os, signal\nos.kill(-1, signal.SIGKILL)\nos.kill(os.getpid(), signal.SIGKILL)"
+
+
+def _with_cells(*codes: str):
+    """A correct submission with the student's own cells right after the imports."""
+    nb = submissions.answered(A)
+    nb.cells[3:3] = [nbformat.v4.new_code_cell(code) for code in codes]
+    return nb
+
+
+def _outputs(root, student):
+    nb = nbformat.read(root / "autograded" / student / A / f"{A}.ipynb", as_version=4)
+    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+def lingering():
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if line.strip() in ("sleep 4343", "sleep 4344")]
+
+
+def _grade(tmp, folder, name, use_template):
+    root = tmp / name
+    course.temporary_course(root, [A])
+    saved = os.environ.get(template.SWITCH)
+    os.environ[template.SWITCH] = "on" if use_template else "off"
+    try:
+        rows = grade.run(grade.Options(A, folder, jobs=1, cell_timeout=20, notebook_timeout=120,
+                                       interrupt_grace=4, root=root))
+    finally:
+        os.environ.pop(template.SWITCH) if saved is None else os.environ.__setitem__(template.SWITCH, saved)
+    return root, {r.student_id: r for r in rows}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    assert sandbox.available(), "bubblewrap is missing: make test installs it (tools/system_packages.sh)"
+    assert os.geteuid() == 0, "the sandboxed template needs root, as make test runs"
+    tmp = tmp_path_factory.mktemp("template")
+    folder = tmp / "submissions"
+    folder.mkdir()
+    # Graded in name order on one worker: the hostile student first.
+    notebooks = {"a_hostile": _with_cells(HOSTILE, KILL_ALL), "b_probe": _with_cells(PROBE),
+                 "c_correct": submissions.answered(A), "d_probe": _with_cells(PROBE)}
+    for name, nb in notebooks.items():
+        nbformat.write(nb, folder / f"{name}.ipynb")
+    shared = template.template()
+    starts = shared.starts
+    forked_root, forked = _grade(tmp, folder, "forked", use_template=True)
+    after = {"starts": shared.starts - starts, "alive": shared.alive(), "lingering": lingering()}
+    normal_root, normal = _grade(tmp, folder, "normal", use_template=False)
+    return {"forked": forked, "normal": normal, "forked_root": forked_root, "normal_root": normal_root,
+            "after": after}
+
+
+def test_the_kernel_spec_names_the_template_provisioner():
+    spec = KernelSpecManager().get_kernel_spec("python3")
+    assert spec.metadata.get("kernel_provisioner", {}).get("provisioner_name") == template.PROVISIONER_NAME, \
+        "run `python -m grader.template install` (make setup does)"
+    assert template.PROVISIONER_NAME in KernelProvisionerFactory.instance().get_provisioner_entries(), \
+        "the entry point is missing: reinstall the grader (pip install -e .)"
+
+
+def test_the_template_graded_every_kernel_and_survived_the_hostile_student(graded):
+    assert graded["after"]["starts"] <= 1 and graded["after"]["alive"], graded["after"]
+
+
+def test_grades_equal_a_normal_start(graded):
+    for student, row in graded["normal"].items():
+        forked = graded["forked"][student]
+        assert (forked.status, forked.score, forked.items, forked.detail) == \
+               (row.status, row.score, row.items, row.detail), student
+
+
+def test_students_after_a_hostile_one_are_untouched(graded):
+    rows = graded["forked"]
+    assert rows["a_hostile"].score == 0 and "cell 5: the kernel was killed by signal 9" in rows["a_hostile"].detail
+    assert "memory full" in _outputs(graded["forked_root"], "a_hostile")
+    for student in ("b_probe", "c_correct", "d_probe"):
+        assert (rows[student].status, rows[student].score, rows[student].detail) == ("graded", FULL, ""), student
+    for student in ("b_probe", "d_probe"):
+        text = _outputs(graded["forked_root"], student)
+        assert MARK not in text and "ALLOC 500000000" in text, text
+        assert "PIDS [1, 2]" in text, "only its own init and kernel are visible"
+        here = next(line for line in text.splitlines() if line.startswith("HERE"))
+        assert here.endswith("True") and "MARK" not in here, "its scratch is its home and holds nothing of others"
+
+
+def test_nothing_a_student_started_outlives_its_kernel(graded):
+    assert graded["after"]["lingering"] == [] and lingering() == []
+
+
+def test_a_forked_kernel_sees_exactly_the_sandbox_a_normal_one_sees(graded):
+    forked = _outputs(graded["forked_root"], "b_probe")
+    normal = _outputs(graded["normal_root"], "b_probe")
+    assert not forked.startswith("IDS 0 ") and "NoNewPrivs:\\t1" in forked and "CapEff:\\t0000000000000000" in forked
+    # Stricter than bwrap with setpriv, which leaves the bounding set full.
+    assert "CapBnd:\\t0000000000000000" in forked
+    forked, normal = (re.sub(r"'CapBnd:\\t[0-9a-f]+', ", "", text) for text in (forked, normal))
+    for key in ("IDS", "CAPS", "LIMITS", "MOUNTS", "HOST", "PIDS", "TMP", "HERE", "ENV ", "ALLOC"):
+        line = lambda text: next(l for l in text.splitlines() if l.startswith(key))  # noqa: E731
+        assert line(forked) == line(normal), key
+    environ = next(l for l in forked.splitlines() if l.startswith("ENVIRON"))
+    for name in grader_cases.PLANTED:
+        assert name not in environ
+
+
+# -- the template's own life -------------------------------------------------------------------------------
+async def _kernel(scratch):
+    config = Config()
+    config.SandboxedKernelManager.scratch = scratch
+    config.SandboxedKernelManager.uid = sandbox.FIRST_UID
+    km = SandboxedKernelManager(kernel_name="python3", config=config)
+    await km.start_kernel()
+    kc = km.client()
+    kc.start_channels()
+    await kc.wait_for_ready(timeout=60)
+    return km, kc
+
+
+async def _run(kc, code):
+    out = []
+    await kc.execute_interactive(code, timeout=30, output_hook=lambda m: out.append(m["content"].get("text", "")))
+    return "".join(out)
+
+
+async def _stop(km, kc):
+    kc.stop_channels()
+    await km.shutdown_kernel(now=True)
+
+
+def test_a_dead_template_costs_no_running_kernel_and_is_started_again(caplog):
+    shared = template.template()
+
+    async def scenario():
+        with tempfile.TemporaryDirectory() as one, tempfile.TemporaryDirectory() as two:
+            km, kc = await _kernel(one)
+            assert isinstance(km.provisioner.process, template.ForkedKernel)
+            starts = shared.starts
+            shared.process.kill()
+            shared.process.wait()
+            assert (await _run(kc, "print(6 * 7)")).strip() == "42", "a running kernel outlives its template"
+            km2, kc2 = await _kernel(two)
+            assert isinstance(km2.provisioner.process, template.ForkedKernel)
+            assert shared.starts == starts + 1
+            assert (await _run(kc2, "print(6 * 7)")).strip() == "42"
+            await _stop(km, kc)
+            await _stop(km2, kc2)
+
+    with caplog.at_level(logging.WARNING):
+        asyncio.run(scenario())
+    assert "the previous one died" in caplog.text
+
+
+def test_without_a_template_kernels_start_normally_with_a_note(monkeypatch, caplog):
+    shared = template.template()
+    shared.stop()
+    monkeypatch.setattr(template.Template, "command",
+                        lambda self, folder: ["python3", "-c", "raise SystemExit('no template today')"])
+
+    async def scenario():
+        with tempfile.TemporaryDirectory() as scratch:
+            km, kc = await _kernel(scratch)
+            assert isinstance(km.provisioner.process, subprocess.Popen), "the normal start, in bwrap"
+            assert (await _run(kc, "import os; print(os.getuid())")).strip() == str(sandbox.FIRST_UID)
+            await _stop(km, kc)
+
+    with caplog.at_level(logging.WARNING):
+        asyncio.run(scenario())
+    assert "kernel template not used (the template did not start: no template today)" in caplog.text
+    monkeypatch.undo()
+    shared.stop()
+
+
+def test_a_kernel_exits_with_its_client():
+    """A client that dies without shutting its kernel down takes the kernel along (bwrap's --die-with-parent)."""
+    code = ("import asyncio, os, sys, tempfile\n"
+            "sys.path.insert(0, 'tests')\n"
+            "from test_template import _kernel\n"
+            "km, kc = asyncio.run(_kernel(tempfile.mkdtemp()))\n"
+            "print(km.provisioner.process.init, flush=True)\n"
+            "os._exit(0)\n")
+    done = subprocess.run([os.sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=ROOT)
+    init = int(done.stdout.split()[-1])
+    for _ in range(100):
+        try:
+            os.kill(init, 0)
+        except ProcessLookupError:
+            break
+        asyncio.run(asyncio.sleep(0.1))
+    else:
+        os.kill(init, signal.SIGKILL)
+        pytest.fail("the kernel outlived its client")
