@@ -1,0 +1,302 @@
+"""`make hub`: this course on a real JupyterHub for a class, on this machine.
+
+    make hub [HUB_PORT=8000] [HUB_ROSTER=hub/roster.csv] [HUB_STATE=.hub] [HUB_DB_URL=...]
+
+Run as root: it creates a Linux account for everyone in the roster. Then:
+
+1. It starts itself again inside bubblewrap, in a private PID namespace, so
+   that every process the hub starts (proxy, servers, kernels, Formgrader) ends
+   when the hub ends. In that namespace's view of the file system, a private
+   folder on the way to what the class must run (the venv's Python may live
+   under /root, which is 0700) is replaced by an empty, traversable folder
+   holding only what is needed: root's own files stay out of sight.
+2. Inside: the accounts (homes 0700), the grader's course folder (a copy of
+   solutions/ and exercises/ with a config that loads the repository's
+   nbgrader_config.py, so grading runs the course's sandboxed engine), the
+   gradebook (SQLite in the state folder, or HUB_DB_URL, e.g. PostgreSQL), the
+   shared exchange with its permissions, then `jupyterhub -f
+   hub/jupyterhub_config.py` on 127.0.0.1:HUB_PORT.
+
+The state lives in HUB_STATE (git-ignored; running `make hub` again keeps it):
+hub/ (root only: JupyterHub's database and secrets, generated passwords in
+passwords.csv), course/ (the grader's only), exchange/.
+"""
+from __future__ import annotations
+
+import csv
+import grp
+import json
+import os
+import pwd
+import re
+import secrets
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+HUB = Path(__file__).resolve().parent
+ROOT = HUB.parent
+VENV_BIN = Path(sys.executable).parent
+COURSE_ID = "pytorch-building-blocks"
+ROLES = ("student", "instructor", "grader")
+# What Linux (useradd) accepts without complaint, and a domain name label allows.
+NAME = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
+ADMIN_ONLY = "make hub creates Linux accounts for the class: run it as root (sudo make hub)."
+
+
+def fail(message: str) -> None:
+    print(f"make hub: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+@dataclass
+class Member:
+    name: str
+    role: str
+    password: str = ""
+
+
+def read_roster(path: Path) -> tuple[list[Member], list[str]]:
+    """The roster's valid rows, and a reason for every row left out."""
+    members: list[Member] = []
+    problems: list[str] = []
+    seen: set[str] = set()
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if not line.lstrip().startswith("#")]
+    for number, row in enumerate(csv.DictReader(lines), start=2):
+        name = (row.get("username") or "").strip()
+        role = (row.get("role") or "").strip().lower()
+        if not name and not role:
+            continue
+        reason = ("not a valid account name (lowercase letters, digits and '-', starting with a letter, "
+                  "at most 32)" if not NAME.match(name) else
+                  f"role {role!r} is none of {', '.join(ROLES)}" if role not in ROLES else
+                  "listed twice" if name in seen else "")
+        if reason:
+            problems.append(f"{path.name} row {number} ({name or '?'}): {reason}; left out")
+            continue
+        seen.add(name)
+        members.append(Member(name, role, (row.get("password") or "").strip()))
+    graders = [m for m in members if m.role == "grader"]
+    if len(graders) != 1:
+        fail(f"{path}: the roster needs exactly one account with role 'grader' (found {len(graders)})")
+    return members, problems
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# -- outside: the namespace ---------------------------------------------------------------
+
+def hidden_by(path: Path) -> Path | None:
+    """The first folder above `path` that other users cannot enter, if any."""
+    for parent in reversed(path.parents):
+        if parent != Path("/") and not os.stat(parent).st_mode & stat.S_IXOTH:
+            return parent
+    return None
+
+
+def namespace_command(state: Path) -> list[str]:
+    """bubblewrap around the hub: own PID namespace, private folders opened up to what the class needs."""
+    if shutil.which("bwrap") is None:
+        fail("bubblewrap is missing: `sudo apt-get install bubblewrap` (make test installs it).")
+    needed = sorted({Path(os.path.realpath(p)) for p in (sys.base_prefix, sys.prefix, ROOT, state)})
+    # No --proc here: bwrap would cover parts of its /proc read-only, and the
+    # kernel then refuses the grading sandbox (bwrap in an unprivileged user
+    # namespace, as the grader account) a /proc of its own. inside() mounts a
+    # plain one for this PID namespace.
+    args = ["bwrap", "--dev-bind", "/", "/", "--unshare-pid"]
+    covered: set[Path] = set()
+    for path in needed:
+        top = hidden_by(path)
+        if top is None:
+            continue
+        if top not in covered:
+            covered.add(top)
+            args += ["--perms", "0755", "--tmpfs", str(top)]
+        for folder in reversed(path.parents):
+            if folder.is_relative_to(top) and folder != top:
+                args += ["--perms", "0755", "--dir", str(folder)]
+        args += ["--bind", str(path), str(path)]
+    return args
+
+
+# -- inside: accounts, course, exchange --------------------------------------------------
+
+def run(*command: str, input: str | None = None) -> None:
+    done = subprocess.run(list(command), input=input, capture_output=True, text=True)
+    if done.returncode != 0:
+        fail(f"{' '.join(command)} failed: {done.stderr.strip() or done.stdout.strip()}")
+
+
+def account(member: Member, state: Path) -> pwd.struct_passwd:
+    """The member's Linux account, created when missing; home readable by its owner only."""
+    try:
+        user = pwd.getpwnam(member.name)
+        created = False
+    except KeyError:
+        run("useradd", "--create-home", "--user-group", "--shell", "/bin/bash", member.name)
+        user = pwd.getpwnam(member.name)
+        created = True
+    os.chmod(user.pw_dir, 0o700)
+    password = member.password
+    if not password and created and member.role != "grader":
+        password = secrets.token_urlsafe(9)
+        passwords = state / "hub" / "passwords.csv"
+        with open(os.open(passwords, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "a") as out:
+            out.write(f"{member.name},{password}\n")
+        print(f"new account {member.name}: password in {passwords}")
+    if password:
+        run("chpasswd", input=f"{member.name}:{password}\n")
+    if member.role == "grader":
+        run("usermod", "--lock", member.name)  # it never logs in; the hub starts its server
+    return user
+
+
+def owned(path: Path, user: pwd.struct_passwd, mode: int) -> None:
+    path.mkdir(exist_ok=True)
+    os.chown(path, user.pw_uid, user.pw_gid)
+    os.chmod(path, mode)
+
+
+def exchange(state: Path, grader: pwd.struct_passwd) -> Path:
+    """The shared exchange, laid out the way nbgrader's own release would, but safer:
+
+    root        1777 root   anyone may create a course in it, nobody may rename another's
+    <course>    0755 grader
+    outbound    0755 grader released assignments, readable by all
+    inbound     3733 grader students may create hand-ins, not list them; set-group-id
+                            gives each hand-in the grader's group, sticky keeps others'
+                            hand-ins from being renamed or deleted
+    feedback    0711 grader enterable, not listable: each file is named by a hash only its
+                            student can compute
+    """
+    root = state / "exchange"
+    root.mkdir(exist_ok=True)
+    os.chown(root, 0, 0)
+    os.chmod(root, 0o1777)
+    course = root / COURSE_ID
+    owned(course, grader, 0o755)
+    owned(course / "outbound", grader, 0o755)
+    owned(course / "inbound", grader, stat.S_ISVTX | stat.S_ISGID | 0o733)
+    owned(course / "feedback", grader, 0o711)
+    return root
+
+
+COURSE_CONFIG = '''"""Written by hub/serve.py: the course's own nbgrader configuration (sandboxed
+autograde included), with the folders of this hub."""
+c = get_config()  # noqa: F821
+load_subconfig({config!r})  # noqa: F821
+assert c.CourseDirectory.course_id == {course!r}, "the course's nbgrader_config.py did not load"
+c.CourseDirectory.root = {root!r}
+c.CourseDirectory.db_url = {db_url!r}
+c.Exchange.root = {exchange!r}
+'''
+
+REGISTER = '''
+import sys
+from nbgrader.api import Gradebook
+from grader import course
+config = course.load_config(sys.argv[1])
+api = course.api(config)
+with Gradebook(config.CourseDirectory.db_url) as gradebook:
+    known = {a.name for a in gradebook.assignments}
+    for student in sys.argv[3].split(","):
+        if student:
+            gradebook.update_or_create_student(student)
+for assignment in sys.argv[2].split(","):
+    if assignment not in known:
+        course.register(api, assignment)
+        print("gradebook: added", assignment)
+'''
+
+
+def course_folder(state: Path, grader: pwd.struct_passwd, db_url: str, exchange_root: Path,
+                  assignments: list[str], students: list[str]) -> Path:
+    """The grader's course: copies of the sources and releases, the config, the gradebook."""
+    folder = state / "course"
+    owned(folder, grader, 0o700)
+    for assignment in assignments:
+        for kind in ("solutions", "exercises"):
+            target = folder / kind / assignment
+            if not target.exists():
+                shutil.copytree(ROOT / kind / assignment, target)
+    (folder / "nbgrader_config.py").write_text(COURSE_CONFIG.format(
+        config=str(ROOT / "nbgrader_config.py"), course=COURSE_ID, root=str(folder),
+        db_url=db_url or f"sqlite:///{folder / 'gradebook.db'}", exchange=str(exchange_root)))
+    for path in [folder, *folder.rglob("*")]:
+        os.chown(path, grader.pw_uid, grader.pw_gid, follow_symlinks=False)
+    # nbgrader records each assignment in the gradebook when it generates it.
+    env = dict(os.environ, HOME=grader.pw_dir, USER=grader.pw_name, PYTHONPATH=str(ROOT),
+               PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', os.defpath)}")
+    done = subprocess.run(["setpriv", f"--reuid={grader.pw_uid}", f"--regid={grader.pw_gid}", "--init-groups",
+                           sys.executable, "-c", REGISTER, str(folder), ",".join(assignments), ",".join(students)],
+                          cwd=folder, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        fail(f"could not prepare the gradebook:\n{done.stdout}{done.stderr}")
+    print(done.stdout, end="")
+    return folder
+
+
+def inside(state: Path, port: int, roster: Path, db_url: str, assignments: list[str]) -> None:
+    run("mount", "-t", "proc", "proc", "/proc")  # this PID namespace's processes, for ps and psutil
+    private = state / "hub"  # JupyterHub's database and secrets, generated passwords: root only
+    private.mkdir(mode=0o700, exist_ok=True)
+    os.chmod(private, 0o700)
+    members, problems = read_roster(roster)
+    for problem in problems:
+        print(f"make hub: {problem}", file=sys.stderr)
+    users = {m.name: account(m, state) for m in members}
+    grader = users[next(m.name for m in members if m.role == "grader")]
+    exchange_root = exchange(state, grader)
+    students = [m.name for m in members if m.role == "student"]
+    course = course_folder(state, grader, db_url, exchange_root, assignments, students)
+    settings = {
+        "course_id": COURSE_ID, "port": port, "state": str(private), "course": str(course),
+        "exchange": str(exchange_root), "venv_bin": str(VENV_BIN), "hub": str(HUB),
+        "proxy": str(HUB / "node_modules" / ".bin" / "configurable-http-proxy"),
+        "hub_api_port": free_port(), "proxy_api_port": free_port(), "service_port": free_port(),
+        "grader": grader.pw_name, "students": students,
+        "instructors": [m.name for m in members if m.role == "instructor"],
+    }
+    (private / "class.json").write_text(json.dumps(settings, indent=1))
+    os.chdir(private)
+    os.environ["HUB_CLASS_FILE"] = str(private / "class.json")
+    hub = str(VENV_BIN / "jupyterhub")
+    os.execv(hub, [hub, "-f", str(HUB / "jupyterhub_config.py")])
+
+
+def main() -> None:
+    if os.geteuid() != 0:
+        fail(ADMIN_ONLY)
+    port = int(os.environ.get("HUB_PORT") or 8000)
+    state = Path(os.environ.get("HUB_STATE") or ROOT / ".hub").resolve()
+    roster = Path(os.environ.get("HUB_ROSTER") or HUB / "roster.csv").resolve()
+    db_url = os.environ.get("HUB_DB_URL", "")
+    all_ids = sorted(p.name for p in (ROOT / "solutions").iterdir() if (p / f"{p.name}.ipynb").exists())
+    assignments = (os.environ.get("HUB_ASSIGNMENTS") or "").split() or all_ids
+    unknown = sorted(set(assignments) - set(all_ids))
+    if unknown:
+        fail(f"HUB_ASSIGNMENTS names no lesson of this course: {' '.join(unknown)}")
+    if not roster.exists():
+        fail(f"no roster at {roster}")
+    proxy = HUB / "node_modules" / ".bin" / "configurable-http-proxy"
+    if not os.access(proxy, os.X_OK):
+        fail(f"JupyterHub's proxy is missing ({proxy}): `make hub` installs it with npm ci in hub/")
+    if len(sys.argv) > 1 and sys.argv[1] == "--inside":
+        inside(state, port, roster, db_url, assignments)
+        return
+    state.mkdir(parents=True, exist_ok=True)
+    os.chmod(state, 0o755)  # students reach the exchange inside it
+    command = namespace_command(state) + ["--", sys.executable, __file__, "--inside"]
+    os.execvp(command[0], command)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,368 @@
+"""A class on `make hub`, in a real browser: Debian's chromium (Playwright, never a
+downloaded browser) against the real JupyterHub and proxy, real Linux accounts,
+and a real PostgreSQL gradebook.
+
+The instructor releases 01_blocks in Formgrader (framed in the course service's
+JupyterLab, as nbgrader shows it); two students log in, fetch it, one answers
+correctly and one not, both validate and submit; the second student's own
+kernel tries to read, list, change and remove the first one's hand-in and is
+refused by the operating system; the instructor collects, autogrades (the
+course's sandboxed engine) and releases feedback; both students fetch it and
+see their scores, computed from the exercise's own points. The hub and every
+process it started must be gone afterwards.
+
+Screenshots of each step go to screenshots/hub/ (git-ignored). The accounts the
+test creates are removed at the end.
+"""
+from __future__ import annotations
+
+import csv
+import os
+import pwd
+import re
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+
+import submissions
+from conftest import ROOT
+from labserver import free_port
+from test_browser import CHROMIUM, CHROMIUM_ARGS
+from test_grader_postgres import postgres_url  # noqa: F401 (a fixture: a throwaway PostgreSQL server)
+
+A = "01_blocks"
+COURSE = "pytorch-building-blocks"
+SHOTS = ROOT / "screenshots" / "hub"
+GRADER, INSTRUCTOR, GOOD, BAD = "hubt-grader", "hubt-ines", "hubt-ana", "hubt-ben"
+PASSWORDS = {INSTRUCTOR: "ines-pw-4k2", GOOD: "ana-pw-9x1", BAD: "ben-pw-7q3"}
+START_TIMEOUT = 180
+
+if os.geteuid() != 0:
+    pytest.fail("the hub test creates Linux accounts: run make test as root (CI does)", pytrace=False)
+
+
+def get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, ""
+    except (urllib.error.URLError, ConnectionError):
+        return 0, ""
+
+
+def remove_accounts() -> None:
+    for name in (GRADER, INSTRUCTOR, GOOD, BAD):
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            continue
+        subprocess.run(["userdel", "--remove", name], capture_output=True)
+
+
+def started_by(server: subprocess.Popen) -> list[psutil.Process]:
+    """`make hub` and everything below it (servers start new sessions, but stay its descendants)."""
+    try:
+        top = psutil.Process(server.pid)
+        return [top, *top.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def alive(processes: list[psutil.Process]) -> list[str]:
+    left = []
+    for process in processes:
+        try:
+            if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                left.append(f"{process.pid} {process.username()} {' '.join(process.cmdline())[:120]}")
+        except psutil.NoSuchProcess:
+            pass
+    return left
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory, postgres_url):  # noqa: F811
+    """`make hub` on a free port, with this test's roster, state folder and gradebook."""
+    remove_accounts()
+    folder = tmp_path_factory.mktemp("hub")
+    roster = folder / "roster.csv"
+    with open(roster, "w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(["username", "role", "password"])
+        writer.writerow([GRADER, "grader", ""])
+        writer.writerow([INSTRUCTOR, "instructor", PASSWORDS[INSTRUCTOR]])
+        writer.writerow([GOOD, "student", PASSWORDS[GOOD]])
+        writer.writerow([BAD, "student", PASSWORDS[BAD]])
+        writer.writerow(["Not A Name", "student", ""])
+    state = Path("/tmp") / f"hub-test-{os.getpid()}"  # students must reach its exchange: not under pytest's 0700 folders
+    port = free_port()
+    env = dict(os.environ, HUB_ROSTER=str(roster), HUB_STATE=str(state), HUB_DB_URL=postgres_url,
+               HUB_ASSIGNMENTS=A)
+    log = open(folder / "hub.log", "w+")
+    server = subprocess.Popen(["make", "--no-print-directory", "hub", f"HUB_PORT={port}"], cwd=ROOT, env=env,
+                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    processes: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while get(f"http://127.0.0.1:{port}/hub/api/")[0] != 200:
+            if server.poll() is not None or time.monotonic() > deadline:
+                log.seek(0)
+                pytest.fail(f"make hub did not start:\n{log.read()[-5000:]}")
+            time.sleep(0.5)
+        yield {"port": port, "state": state, "log": log, "db_url": postgres_url, "processes": processes}
+    finally:
+        processes += started_by(server)
+        os.killpg(server.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 60
+        while alive(processes) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        left = alive(processes)
+        for process in processes:  # whatever is left must not outlive the test
+            try:
+                process.kill()
+            except psutil.NoSuchProcess:
+                pass
+        server.wait(timeout=30)
+        remove_accounts()
+        subprocess.run(["rm", "-rf", str(state)])
+        log.seek(0)
+        assert not left, "processes the hub started outlived it:\n" + "\n".join(left) + "\n" + log.read()[-3000:]
+
+
+def shot(page, name: str) -> None:
+    page.screenshot(path=SHOTS / f"{name}.png")
+
+
+class Browser:
+    """One browser; each person gets a context of their own (their own cookies)."""
+
+    def __init__(self, playwright, port: int):
+        self.browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        self.base = f"http://localhost:{port}"
+        self.port = port
+        self.pages = []
+
+    def shoot_all(self, prefix: str) -> None:
+        for number, page in enumerate(self.pages):
+            try:
+                shot(page, f"{prefix}_{number}")
+            except Exception:  # a page that is gone has nothing to show
+                pass
+
+    def login(self, user: str, next_url: str = ""):
+        page = self.browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+        page.set_default_timeout(90_000)
+        self.pages.append(page)
+        page.goto(f"{self.base}/hub/login" + (f"?next={next_url}" if next_url else ""))
+        page.fill("#username_input", user)
+        page.fill("#password_input", PASSWORDS[user])
+        page.click("#login_submit")
+        return page
+
+
+def menu(page, top: str, command: str) -> None:
+    page.locator(".lm-MenuBar-item", has_text=top).first.click()
+    page.locator(f'.lm-Menu-item[data-command="{command}"]').first.click()
+
+
+def lab_ready(page) -> None:
+    page.locator(".lm-MenuBar-item", has_text="Nbgrader").first.wait_for(timeout=START_TIMEOUT * 1000)
+
+
+def formgrader_action(frame, row_name: str, column: str) -> None:
+    """Click a Formgrader action in the row of `row_name` and wait for its outcome dialog."""
+    frame.locator("tr", has=frame.locator("td", has_text=row_name)).locator(f"td.{column} a").first.click()
+    dialog = frame.locator("#success-modal, #error-modal")
+    dialog.wait_for(timeout=240_000)
+    text = dialog.inner_text()
+    assert dialog.get_attribute("id") == "success-modal", f"Formgrader {column} of {row_name} failed:\n{text[-3000:]}"
+    dialog.locator(".modal-footer button").click()
+    dialog.wait_for(state="detached")
+
+
+def assignments_panel(page):
+    menu(page, "Nbgrader", "nbgrader:open-assignment-list")
+    return page.locator("#nbgrader-assignment-list, .nbgrader-AssignmentList").first
+
+
+def type_answers(page, notebook, replace: dict[str, str]) -> None:
+    """Write the model answers (code and written) into the answer cells, with `replace` swapping some."""
+    answered = submissions.answered(A, replace)
+    for index, cell in enumerate(answered.cells):
+        if not cell.metadata.get("nbgrader", {}).get("solution"):
+            continue
+        if cell.cell_type == "markdown":  # a written answer: open its editor first
+            notebook.locator(".jp-Cell").nth(index).locator(".jp-MarkdownOutput").dblclick()
+        editor = notebook.locator(".jp-Cell").nth(index).locator(".cm-content")
+        editor.click()
+        page.keyboard.press("Control+a")
+        page.keyboard.insert_text(cell.source)
+    # No save here: Validate saves the notebook first (a second save racing it
+    # would make JupyterLab ask whether the file changed on disk).
+
+
+def open_notebook(page, user: str, port: int):
+    """The fetched exercise, open in the student's JupyterLab with its kernel ready."""
+    page.goto(f"http://{user}.localhost:{port}/user/{user}/lab/tree/{COURSE}/{A}/{A}.ipynb")
+    notebook = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+    notebook.locator(".jp-Cell", has_text="YOUR CODE HERE").first.wait_for()
+    page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').first.wait_for()
+    return notebook
+
+
+PROBE = """import os
+def attempt(what, action):
+    try:
+        action()
+        print(what, "ALLOWED")
+    except PermissionError:
+        print(what, "DENIED")
+attempt("list inbound", lambda: os.listdir({inbound!r}))
+attempt("read hand-in", lambda: open({notebook!r}).read())
+attempt("overwrite hand-in", lambda: open({notebook!r}, "w").write("{{}}"))
+attempt("add to hand-in", lambda: open(os.path.join({handin!r}, "extra.ipynb"), "w").write("{{}}"))
+attempt("rename hand-in", lambda: os.rename({handin!r}, {handin!r} + "x"))
+attempt("read home copy", lambda: open({home_copy!r}).read())
+attempt("read feedback folder", lambda: os.listdir({feedback!r}))
+attempt("read own hand-in", lambda: open({own!r}).read())"""
+
+
+def the_class(browser, port: int, state: Path, expected: dict[str, int], max_score: int) -> None:
+    """Every step of the class, each person in their own browser context."""
+    wrong = submissions.first_wrong(A)
+    service_lab = f"http://{COURSE}--service.localhost:{port}/services/{COURSE}/lab"
+    # Instructor: to Formgrader, framed in the course service's JupyterLab, and release 01_blocks.
+    teacher = browser.login(INSTRUCTOR, next_url="/hub/home")
+    teacher.wait_for_url("**/hub/home")
+    teacher.goto(service_lab)
+    lab_ready(teacher)
+    menu(teacher, "Nbgrader", "nbgrader:open-formgrader")
+    formgrader = teacher.frame_locator("iframe[src*='formgrader']")
+    formgrader.locator("td", has_text=A).first.wait_for()
+    shot(teacher, "01_instructor_formgrader")
+    formgrader_action(formgrader, A, "release")
+    shot(teacher, "02_instructor_released")
+
+    # Students: log in (their servers start side by side), fetch, answer, validate, submit.
+    students = {name: browser.login(name) for name in (GOOD, BAD)}
+    answers = {GOOD: {}, BAD: {wrong.answer_id: wrong.code}}
+    for name, page in students.items():
+        page.wait_for_url(f"**/user/{name}/lab**", timeout=START_TIMEOUT * 1000)
+        lab_ready(page)
+        panel = assignments_panel(page)
+        panel.locator("#released_assignments_list button", has_text="Fetch").first.click()
+        panel.locator("#fetched_assignments_list", has_text=A).first.wait_for()
+        shot(page, f"03_{name}_fetched")
+        notebook = open_notebook(page, name, port)
+        type_answers(page, notebook, answers[name])
+        # Both students' validations run side by side; the results are read below.
+        notebook.locator(".validate-button").click()
+    for name, page in students.items():
+        message = page.locator("#validation-message")
+        message.wait_for(timeout=120_000)
+        shot(page, f"04_{name}_validated")
+        passed = "validation-failed" not in (message.get_attribute("class") or "")
+        assert passed == (name == GOOD), message.inner_text()[:2000]
+        page.locator(".jp-Dialog .jp-mod-accept").click()
+        panel = assignments_panel(page)
+        panel.locator("#fetched_assignments_list button", has_text="Submit").first.click()
+        panel.locator("#submitted_assignments_list, .nbgrader-submitted", has_text=A).first.wait_for()
+        shot(page, f"05_{name}_submitted")
+
+    # The second student's own kernel goes after the first one's hand-in.
+    inbound = state / "exchange" / COURSE / "inbound"
+    handin = next(p for p in inbound.iterdir() if p.name.startswith(GOOD + "+"))
+    own = next(p for p in inbound.iterdir() if p.name.startswith(BAD + "+")) / f"{A}.ipynb"
+    probe = PROBE.format(inbound=str(inbound), handin=str(handin), notebook=str(handin / f"{A}.ipynb"),
+                         home_copy=f"{pwd.getpwnam(GOOD).pw_dir}/{COURSE}/{A}/{A}.ipynb",
+                         feedback=str(state / "exchange" / COURSE / "feedback"), own=str(own))
+    page = students[BAD]
+    notebook = open_notebook(page, BAD, port)
+    notebook.locator(".jp-Cell").last.click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("b")
+    page.keyboard.press("Enter")
+    page.keyboard.insert_text(probe)
+    page.keyboard.press("Shift+Enter")
+    output = notebook.locator(".jp-OutputArea-output", has_text="read own hand-in")
+    output.wait_for(timeout=120_000)
+    shot(page, "06_second_student_refused")
+    lines = output.inner_text().strip().splitlines()
+    # All of the first student's work is refused; the student's own hand-in is not (the probe works).
+    assert len(lines) == 8 and all(line.endswith("DENIED") for line in lines[:-1]), "\n".join(lines)
+    assert lines[-1] == "read own hand-in ALLOWED", "\n".join(lines)
+
+    # Instructor: collect, autograde each hand-in, generate and release feedback.
+    teacher.bring_to_front()
+    formgrader_action(formgrader, A, "collect")
+    formgrader.locator("td.num-submissions a").first.click()
+    for name in (GOOD, BAD):
+        formgrader.locator("td", has_text=name).first.wait_for()
+        formgrader_action(formgrader, name, "autograde")
+    shot(teacher, "07_instructor_autograded")
+    for name, score in expected.items():
+        row = formgrader.locator("tr", has=formgrader.locator("td", has_text=name))
+        assert f"{float(score)} / {float(max_score)}" in row.inner_text() or \
+            f"{score} / {max_score}" in row.inner_text(), row.inner_text()
+    formgrader.locator("a", has_text="Manage Assignments").first.click()
+    formgrader.locator("td", has_text=A).first.wait_for()
+    formgrader_action(formgrader, A, "generate-feedback")
+    formgrader_action(formgrader, A, "release-feedback")
+    shot(teacher, "08_instructor_released_feedback")
+
+    # Students: fetch feedback and read their score.
+    for name, page in students.items():
+        panel = assignments_panel(page)
+        panel.locator("button", has_text="Fetch Feedback").first.click()
+        feedback_dir = Path(pwd.getpwnam(name).pw_dir) / COURSE / A / "feedback"
+        deadline = time.monotonic() + 60
+        while not list(feedback_dir.rglob(f"{A}.html")) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        pages = list(feedback_dir.rglob(f"{A}.html"))
+        assert len(pages) == 1, f"{name} fetched no feedback: {pages}"
+        relative = pages[0].relative_to(pwd.getpwnam(name).pw_dir)
+        page.goto(f"http://{name}.localhost:{port}/user/{name}/files/{relative}")
+        heading = page.locator("h4", has_text="Score:").first
+        heading.wait_for()
+        shot(page, f"09_{name}_feedback")
+        score = re.search(r"Score: ([\d.]+) / ([\d.]+)", heading.inner_text())
+        assert score and (float(score[1]), float(score[2])) == (expected[name], max_score), heading.inner_text()
+
+
+def test_a_class_on_the_hub(hub):
+    from playwright.sync_api import sync_playwright
+
+    started = time.monotonic()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    port, state = hub["port"], hub["state"]
+    assert get(f"http://127.0.0.1:{port}/hub/login")[0] == 200
+    assert '"version"' in get(f"http://127.0.0.1:{port}/hub/api/")[1]
+    hub["log"].seek(0)
+    assert "row 6 (Not A Name): not a valid account name" in hub["log"].read(), "a bad roster row is named"
+    wrong = submissions.first_wrong(A)
+    points = submissions.points(A)
+    exercise = submissions.exercise(A)
+    max_score = sum(c.metadata["nbgrader"].get("points", 0) for c in exercise.cells if "nbgrader" in c.metadata)
+    expected = {GOOD: submissions.full_score(A), BAD: submissions.full_score(A) - points[wrong.fails]}
+    with sync_playwright() as playwright:
+        browser = Browser(playwright, port)
+        try:
+            the_class(browser, port, state, expected, max_score)
+        except BaseException:
+            browser.shoot_all("zz_failure")
+            raise
+        finally:
+            browser.browser.close()
+
+    import psycopg
+    with psycopg.connect(hub["db_url"]) as connection, connection.cursor() as cursor:
+        cursor.execute("select count(*) from submitted_assignment")
+        assert cursor.fetchone()[0] == 2, "the gradebook is the PostgreSQL one"
+    print(f"class on the hub: {time.monotonic() - started:.0f} s after the hub was up")
+
