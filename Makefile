@@ -6,9 +6,10 @@ STAMP  := $(VENV)/.installed-requirements
 # Jupyter refuses to run as root unless told; pass the flag only then.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PORT ?= 8888
+HUB_PORT ?= 8000
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup system-packages lab test test-fast exercises notebooks check-env grade feedback report bench clean
+.PHONY: setup system-packages lab hub test test-fast exercises notebooks check-env grade feedback report bench clean
 
 setup: $(STAMP)
 
@@ -18,11 +19,22 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	# The grader (pyproject.toml), editable; its dependencies are the pins above.
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	# Every kernel of this environment forked from a warm template (grader/template.py).
+	$(PY) -m grader.template install
 	touch $(STAMP)
 
 lab: setup
 	mkdir -p .exchange
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)" --port=$(PORT) $(ROOT_FLAG) $(LAB_ARGS)
+
+# The course for a class on JupyterHub (as root: it creates the roster's accounts).
+# HUB_ROSTER, HUB_STATE, HUB_DB_URL, HUB_ASSIGNMENTS: see hub/serve.py.
+hub: setup hub/node_modules/.package-lock.json
+	HUB_PORT=$(HUB_PORT) $(PY) hub/serve.py
+
+# JupyterHub's proxy, exactly as pinned in hub/package-lock.json.
+hub/node_modules/.package-lock.json: hub/package.json hub/package-lock.json
+	cd hub && npm ci --no-audit --no-fund --loglevel=error
 
 # The system packages the tests need (browser, sandbox, PostgreSQL, Node.js):
 # installed when root or passwordless sudo allows, else a stop with the command.

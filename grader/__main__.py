@@ -20,6 +20,9 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--scheduler", default=None, metavar="ADDRESS|local",
                        help="grade on the workers of a Dask scheduler (tcp://HOST:PORT), or on a new "
                             "local Dask cluster of --jobs workers ('local')")
+    grade.add_argument("--resources", default=None, metavar="NAME=N[,NAME=N]",
+                       help="with --scheduler: what each task needs of a worker, e.g. GPU=1 runs each "
+                            "notebook on a worker started with `--resources GPU=1`, one per GPU")
     grade.add_argument("--timeout", type=int, default=None,
                        help="seconds one cell may run (default: the course's Execute.timeout)")
     grade.add_argument("--notebook-timeout", type=int, default=600, help="seconds a whole notebook may run")
@@ -66,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _grade(args) -> int:
     from . import course, export, grade
+    from .cluster import ClusterUnusable
 
     if not args.submissions.is_dir():
         print(f"error: {args.submissions} is not a folder of submissions", file=sys.stderr)
@@ -76,13 +80,29 @@ def _grade(args) -> int:
     elif not sandbox.available():
         print(f"error: {sandbox.INSTALL_HINT}", file=sys.stderr)
         return 2
+    resources = None
+    if args.resources:
+        from .cluster import parse_resources
+
+        if not args.scheduler:
+            print("error: --resources needs --scheduler (it names what a Dask worker offers)", file=sys.stderr)
+            return 2
+        try:
+            resources = parse_resources(args.resources)
+        except ValueError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
     config = course.load_config(args.root)
     timeout = args.timeout or int(config.Execute.timeout or 60)
     options = grade.Options(args.assignment, args.submissions, jobs=args.jobs, cell_timeout=timeout,
                             notebook_timeout=args.notebook_timeout, sandbox=not args.no_sandbox,
                             memory_mb=args.memory, db_url=args.db_url, root=args.root,
-                            scheduler=args.scheduler)
-    rows = grade.run(options)
+                            scheduler=args.scheduler, resources=resources)
+    try:
+        rows = grade.run(options)
+    except ClusterUnusable as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     out = args.out or course.course_root(config) / "grades" / f"{args.assignment}.csv"
     export.write_csv(rows, out)
     print(f"{len(rows)} students: {grade.describe(rows)}; grades in {out}")

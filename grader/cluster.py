@@ -14,15 +14,18 @@ to a worker of a running `dask scheduler` (or of a LocalCluster for
   autograded/ folder and records the scores with nbgrader's own SaveAutoGrades
   step, exactly as a local autograde does.
 
-A worker that dies mid-task (the nanny restarts it) does not lose the
-student: the scheduler runs the task again, up to `RETRIES` more times; a task
-that still fails gives that student a row with the reason.
+A worker that dies mid-task (its nanny starts a new one) does not lose the
+student: the scheduler runs the task again elsewhere (Dask's
+`distributed.scheduler.allowed-failures` times); a task that raises is retried
+`RETRIES` times; a task that still fails gives that student a row with the
+reason. `resources` (e.g. {"GPU": 1}) send each task only to workers started
+with `--resources GPU=1`. A tls:// scheduler is reached with the certificates
+of Dask's configuration (distributed.comm.tls.*).
 """
 from __future__ import annotations
 
-import fcntl
+import atexit
 import hashlib
-import os
 import shutil
 import tempfile
 from dataclasses import replace
@@ -31,7 +34,6 @@ from pathlib import Path
 import nbformat
 
 RETRIES = 2
-SLOTS = 200            # sandbox uids per machine for concurrent Dask workers (after the local jobs' ones)
 
 _worker_state: dict = {}
 
@@ -43,41 +45,28 @@ def course_files(config, assignment: str) -> dict[str, bytes]:
     coursedir = CourseDirectory(config=config)
     root = Path(coursedir.root)
     notebook = f"{assignment}.ipynb"
+    # Named as the course's own config names its folders, which the worker reads again.
     paths = {"nbgrader_config.py": root / "nbgrader_config.py",
-             f"solutions/{assignment}/{notebook}":
+             f"{coursedir.source_directory}/{assignment}/{notebook}":
                  Path(coursedir.format_path(coursedir.source_directory, ".", assignment)) / notebook,
-             f"exercises/{assignment}/{notebook}":
+             f"{coursedir.release_directory}/{assignment}/{notebook}":
                  Path(coursedir.format_path(coursedir.release_directory, ".", assignment)) / notebook}
     return {name: path.read_bytes() for name, path in paths.items()}
-
-
-def _slot() -> int:
-    """A sandbox uid slot held by this worker process for its lifetime (a lock file per slot)."""
-    if "slot" not in _worker_state:
-        for slot in range(SLOTS):
-            handle = open(os.path.join(tempfile.gettempdir(), f"course-grader-slot-{slot}.lock"), "w")
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                handle.close()
-                continue
-            _worker_state["slot"] = (slot, handle)
-            break
-        else:
-            raise RuntimeError(f"more than {SLOTS} grading workers on this machine")
-    return _worker_state["slot"][0]
 
 
 def _scratch_api(files: dict[str, bytes], assignment: str, options):
     """This worker's private course for `assignment`, made once per set of course files."""
     from . import course, grade, pipeline
-    from .sandbox import FIRST_UID
+    from .sandbox import claim_uid
 
     key = hashlib.sha256(b"".join(files[name] for name in sorted(files))).hexdigest()[:16]
     cached = _worker_state.get(("course", assignment))
     if cached and cached[0] == key:
         return cached[1]
+    if cached:  # the course changed since: its old copy is of no use
+        shutil.rmtree(cached[1].coursedir.root, ignore_errors=True)
     root = Path(tempfile.mkdtemp(prefix="course-grader-worker-"))
+    atexit.register(shutil.rmtree, root, True)
     for name, data in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_bytes(data)
@@ -87,7 +76,9 @@ def _scratch_api(files: dict[str, bytes], assignment: str, options):
     config.CourseDirectory.db_url = f"sqlite:///{root / 'gradebook.db'}"
     config.Exchange.root = str(root / ".exchange")
     pipeline.use_safe_autograde(config, trusted=not options.sandbox)
-    grade.configure_execution(config, options, uid=FIRST_UID + 32 + _slot())
+    # A sandbox uid no other grading process on this machine uses (a local grading run,
+    # Formgrader, another worker), held while this worker lives.
+    grade.configure_execution(config, options, uid=claim_uid())
     api = course.api(config)
     course.register(api, assignment)
     _worker_state[("course", assignment)] = (key, api)
@@ -132,29 +123,71 @@ def record(config, assignment: str, grader_id: str, text: str) -> None:
     SaveAutoGrades(config=config).preprocess(nb, resources)
 
 
-def connect(address: str, jobs: int):
-    """A Dask client: to the scheduler at `address`, or to a new LocalCluster for 'local'."""
+class ClusterUnusable(RuntimeError):
+    """The Dask cluster cannot grade this class (unreachable, or no worker offers what tasks need)."""
+
+
+def parse_resources(text: str) -> dict[str, float]:
+    """'GPU=1,MEM=2e9' (or space-separated) -> {'GPU': 1.0, 'MEM': 2e9}, as `dask worker --resources` reads it."""
+    resources = {}
+    for part in text.replace(",", " ").split():
+        name, sep, amount = part.partition("=")
+        try:
+            resources[name.strip()] = float(amount)
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip() or resources.get(name.strip(), 0) <= 0:
+            raise ValueError(f"--resources {text!r}: write NAME=N with N > 0, e.g. GPU=1")
+    return resources
+
+
+def connect(address: str, jobs: int, resources: dict[str, float] | None = None):
+    """A Dask client: to the scheduler at `address`, or to a new LocalCluster for 'local'.
+    TLS (a tls:// address) takes its certificates from Dask's configuration."""
     from distributed import Client, LocalCluster
 
     if address == "local":
+        # One single-threaded worker process per job, reachable only from this machine,
+        # without a dashboard (no web port opened on a shared machine).
         cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, host="127.0.0.1",
-                               dashboard_address="127.0.0.1:0")  # never a fixed, shared port
+                               dashboard_address=None, resources=resources)
         return Client(cluster), cluster
-    return Client(address, timeout="30s"), None
+    try:
+        return Client(address, timeout="30s"), None
+    except (OSError, TimeoutError) as error:
+        raise ClusterUnusable(f"no Dask scheduler answered at {address}: {error}") from error
+
+
+def _check_workers(client, resources: dict[str, float] | None) -> None:
+    """Refuse at once, instead of waiting forever, when no worker can run the tasks."""
+    client.wait_for_workers(1, timeout=60)
+    if resources:
+        offered = [w.get("resources", {}) for w in client.scheduler_info()["workers"].values()]
+        if not any(all(r.get(k, 0) >= v for k, v in resources.items()) for r in offered):
+            raise ClusterUnusable(f"no worker of the scheduler offers {resources}: start them with "
+                                  "`dask worker ... --resources " + " ".join(f"{k}={v:g}" for k, v in resources.items())
+                                  + "`")
 
 
 def run_tasks(options, config, tasks: list[tuple[str, Path]]):
     """Grade (grader_id, file) pairs on the cluster; yields (grader_id, ok, message) as they finish."""
+    import uuid
+
     from distributed import as_completed
 
     files = course_files(config, options.assignment)
-    client, cluster = connect(options.scheduler, options.jobs)
+    client, cluster = connect(options.scheduler, options.jobs, options.resources)
+    run = uuid.uuid4().hex[:8]  # keys of this run only, on a scheduler other runs may share
     try:
+        try:
+            _check_workers(client, options.resources)
+        except TimeoutError as error:
+            raise ClusterUnusable(f"the Dask scheduler at {options.scheduler} has no workers") from error
         futures = {}
         for grader_id, path in tasks:
             future = client.submit(grade_one, files, options.assignment, grader_id, path.read_bytes(),
-                                   replace(options, scheduler=None), key=f"grade-{options.assignment}-{grader_id}",
-                                   retries=RETRIES, pure=False)
+                                   replace(options, scheduler=None), key=f"grade-{options.assignment}-{grader_id}-{run}",
+                                   retries=RETRIES, pure=False, resources=options.resources)
             futures[future] = grader_id
         for future in as_completed(futures):
             grader_id = futures[future]

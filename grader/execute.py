@@ -20,9 +20,10 @@ all output in memory however much a cell prints. This step instead:
 The reasons are also written into the notebook's metadata
 (`metadata.grader.problems`, see pipeline.py) for the rows and the report.
 
-Without bubblewrap on the machine, it refuses to run student code (the
-submission gets an error with install advice) unless the course config says
-the code is trusted (`c.GuardedExecute.trusted_student_code = True`).
+Without bubblewrap on the machine, it refuses to run student code (nbgrader
+reports the error, with install advice, for every submission) unless the
+course config says the code is trusted (`use_safe_autograde(c, trusted=True)`,
+which sets `c.GuardedExecute.trusted_student_code`).
 """
 from __future__ import annotations
 
@@ -171,9 +172,7 @@ class GuardedExecute(Execute):
             self.log.warning("STUDENT CODE RUNS UNSANDBOXED: bubblewrap is missing and the course config "
                              "says student code is trusted (GuardedExecute.trusted_student_code).")
             return False
-        raise RuntimeError("refusing to run student code without a sandbox: " + sandbox_tool.INSTALL_HINT +
-                           " A course whose student code is trusted can set "
-                           "c.GuardedExecute.trusted_student_code = True in nbgrader_config.py.")
+        raise RuntimeError("refusing to run student code without a sandbox: " + sandbox_tool.TRUSTED_HINT)
 
     def preprocess(self, nb, resources=None, km=None):
         self._problems = []

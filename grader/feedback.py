@@ -28,14 +28,12 @@ class HideHiddenTests(NbGraderPreprocessor):
 
 
 def generate(assignment: str, db_url: str | None = None, root: Path | None = None) -> list[Path]:
-    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
-    from nbgrader.preprocessors import GetGrades
-
     from . import course
     from .grade import Options, course_config
+    from .pipeline import feedback_steps
 
     config = course_config(Options(assignment, Path("."), db_url=db_url, root=root))
-    config.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]
+    config.GenerateFeedback.preprocessors = feedback_steps()
     api = course.api(config)
     result = api.generate_feedback(assignment)
     if not result["success"]:

@@ -40,6 +40,7 @@ class Options:
     root: Path | None = None          # the course folder (its own nbgrader_config.py); None: the current folder
     db_url: str | None = None         # gradebook; None: the course's
     scheduler: str | None = None      # a Dask scheduler's address, or "local"; None: local worker processes
+    resources: dict[str, float] | None = None  # Dask worker resources each task needs, e.g. {"GPU": 1}
 
 
 @dataclass
@@ -73,21 +74,20 @@ def course_config(options: Options):
 _worker_api = None
 
 
-def _start_worker(options: Options, slots) -> None:
-    """Build one nbgrader API per worker; its kernels run as this slot's own user."""
+def _start_worker(options: Options) -> None:
+    """Build one nbgrader API per worker; its kernels run as a sandbox user of its own."""
     global _worker_api
     import logging
 
     from . import pipeline
-    from .sandbox import FIRST_UID
+    from .sandbox import claim_uid
 
     quiet_nbgrader()
-    slot = slots.get()
     config = course_config(options)
     # The course's own engine, as nbgrader's CLI and Formgrader run it; --no-sandbox
     # is the explicit statement that this class's code is trusted.
     pipeline.use_safe_autograde(config, trusted=not options.sandbox)
-    configure_execution(config, options, uid=FIRST_UID + slot)
+    configure_execution(config, options, uid=claim_uid())
     _worker_api = course.api(config)
     # nbgrader logs a false "checksum has changed" for every cell with hidden
     # tests; tampering is reported by restore.py instead.
@@ -163,9 +163,6 @@ def run(options: Options) -> list[Row]:
     tasks = [(options.assignment, s.grader_id) for s in to_grade]
     jobs = max(1, min(options.jobs, len(to_grade)))
     context = multiprocessing.get_context("spawn")
-    slots = context.Queue()
-    for slot in range(jobs):
-        slots.put(slot)
     if not tasks:
         results = iter(())
     elif options.scheduler:
@@ -180,10 +177,10 @@ def run(options: Options) -> list[Row]:
         results = cluster.run_tasks(options, config, submitted)
     elif jobs == 1:
         # One job needs no worker process: grade here, without a second start-up.
-        _start_worker(options, slots)
+        _start_worker(options)
         results = map(_autograde, tasks)
     else:
-        pool = context.Pool(jobs, initializer=_start_worker, initargs=(options, slots))
+        pool = context.Pool(jobs, initializer=_start_worker, initargs=(options,))
         results = pool.imap_unordered(_autograde, tasks)
     try:
         for n, (grader_id, ok, message) in enumerate(results, 1):

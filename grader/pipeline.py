@@ -120,7 +120,8 @@ def autograde_steps(execute):
 
 
 def use_safe_autograde(c, *, trusted: bool = False) -> None:
-    """Make nbgrader's autograde (CLI, Formgrader, the grader) this course's safe engine.
+    """Make nbgrader's autograde (CLI, Formgrader, the grader) this course's safe engine,
+    and its feedback (generate_feedback, Formgrader's button) free of hidden tests.
 
     `trusted=True` lets autograde run student code without the sandbox when
     bubblewrap is missing (a warning on every notebook); by default autograde
@@ -136,3 +137,14 @@ def use_safe_autograde(c, *, trusted: bool = False) -> None:
                                           OverwriteCells, CheckCellMetadata]
     c.Autograde.autograde_preprocessors = autograde_steps(GuardedExecute)
     c.GuardedExecute.trusted_student_code = trusted
+    c.GenerateFeedback.preprocessors = feedback_steps()
+
+
+def feedback_steps():
+    """nbgrader's feedback steps with hidden tests and their tracebacks removed first (feedback.py)."""
+    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+    from nbgrader.preprocessors import GetGrades
+
+    from .feedback import HideHiddenTests
+
+    return [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]

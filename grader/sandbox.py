@@ -15,6 +15,7 @@ cannot be reached over TCP, so kernels talk to the grader over unix sockets
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import signal
@@ -26,11 +27,22 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, Int, Unicode
 
-INSTALL_HINT = ("bubblewrap (bwrap) is needed to isolate student code: install it with "
-                "`sudo apt-get install bubblewrap` (Debian/Ubuntu) or `sudo dnf install bubblewrap` "
-                "(Fedora), or pass --no-sandbox to grade without isolation.")
+# What to do without bubblewrap, the same words on every path; each path then
+# names its own way to grade without isolation.
+INSTALL_ADVICE = ("bubblewrap (bwrap) is needed to isolate student code: install it with "
+                  "`sudo apt-get install bubblewrap` (Debian/Ubuntu) or `sudo dnf install bubblewrap` "
+                  "(Fedora)")
+INSTALL_HINT = INSTALL_ADVICE + ", or pass --no-sandbox to grade without isolation."
+# nbgrader autograde and Formgrader read the course's nbgrader_config.py.
+TRUSTED_HINT = (INSTALL_ADVICE + ". Only if every submission is trusted code, let it run unsandboxed: "
+                "use_safe_autograde(c, trusted=True) in nbgrader_config.py.")
 SYSTEM_FOLDERS = ("/usr", "/etc", "/opt/conda")
 FIRST_UID = 64000
+HOSTNAME = "grader"
+# Each grading process (a grader worker, nbgrader autograde, Formgrader's server)
+# claims a uid of its own from here, clear of the Dask workers' slots.
+CLAIMED_UIDS = range(FIRST_UID + 1000, FIRST_UID + 2000)
+_claimed: dict = {}
 # The only variables a student's kernel gets from the grader's environment
 # (everything else, tokens and database passwords included, stays out).
 PASSED_THROUGH = ("PATH", "LANG", "LANGUAGE", "TZ")
@@ -50,6 +62,32 @@ def clean_environment(scratch: str) -> dict[str, str]:
     return env
 
 
+def hold_slot(kind: str, count: int) -> int:
+    """The first of `count` numbered slots of `kind` that no other live process on this machine
+    holds; this process holds it until it ends (a lock file per slot)."""
+    if kind not in _claimed:
+        for slot in range(count):
+            handle = open(os.path.join(tempfile.gettempdir(), f"course-grader-{kind}-{slot}.lock"), "w")
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                handle.close()
+                continue
+            _claimed[kind] = (slot, handle)
+            break
+        else:
+            raise RuntimeError(f"more than {count} grading processes on this machine hold a {kind}")
+    return _claimed[kind][0]
+
+
+def claim_uid() -> int:
+    """A sandbox uid that no other live grading process on this machine uses, held until this
+    process ends. Process limits count every process of a uid, so two sandboxes sharing one (a
+    CLI autograde beside Formgrader's, say) would share one quota: a fork bomb in one would stop
+    kernels from starting in the other."""
+    return CLAIMED_UIDS[hold_slot("uid", len(CLAIMED_UIDS))]
+
+
 def available() -> bool:
     return shutil.which("bwrap") is not None and shutil.which("prlimit") is not None
 
@@ -59,45 +97,65 @@ def _ancestors(path: str) -> list[str]:
     return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-def command(inner: list[str], scratch: str, sockets: str, *, memory_mb: int, max_processes: int,
-            file_mb: int, uid: int | None) -> list[str]:
-    """The bwrap command line that runs `inner` in a sandbox around `scratch`."""
-    args = ["bwrap", "--die-with-parent", "--clearenv", "--unshare-net", "--unshare-pid", "--unshare-ipc",
-            "--unshare-uts", "--unshare-cgroup-try", "--hostname", "grader",
-            "--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"]
+def layout(scratch: str, sockets: str) -> list[tuple]:
+    """The sandbox's whole filesystem, in the order it is built: one description
+    that both launchers follow, bwrap's command line (command) and the kernel
+    template's own mounts (template.py). Steps: ("dev", path), ("proc", path),
+    ("tmpfs", path, mode), ("dir", path, mode), ("symlink", target, path),
+    ("ro-bind" or "bind", source, target)."""
+    steps: list[tuple] = [("dev", "/dev"), ("proc", "/proc"), ("tmpfs", "/tmp", 0o1777)]
     for folder in SYSTEM_FOLDERS:
         if os.path.isdir(folder):
-            args += ["--ro-bind", folder, folder]
+            steps.append(("ro-bind", folder, folder))
     for name in ("lib", "lib64", "lib32", "bin", "sbin"):
         target = os.path.join("/", name)
         if os.path.islink(target):
-            args += ["--symlink", os.readlink(target), target]
+            steps.append(("symlink", os.readlink(target), target))
         elif os.path.isdir(target):
-            args += ["--ro-bind", target, target]
+            steps.append(("ro-bind", target, target))
     # The interpreter and its environment, wherever they live (a venv inside the
     # course folder, a pyenv build under /root): read-only, and reachable by the
     # sandbox user, whatever the permissions of the folders above them.
     environments = sorted({os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)})
-    mounts = [(p, p, "--ro-bind") for p in environments] + [(scratch, scratch, "--bind"),
-                                                             (sockets, sockets, "--bind")]
+    mounts = [("ro-bind", p, p) for p in environments] + [("bind", scratch, scratch), ("bind", sockets, sockets)]
     # Folders bwrap would create on its own are private (0700) to root: make
     # each one on the way explicitly, except /tmp (a 1777 tmpfs) and folders
     # inside the read-only system binds, which exist already.
     bound = [f for f in SYSTEM_FOLDERS if os.path.isdir(f)]
     made = set()
-    for _, target, _ in mounts:
+    for _, _, target in mounts:
         for parent in _ancestors(target + "/x"):
             inside_bind = any(parent == f or parent.startswith(f + "/") for f in bound)
             if parent not in made and parent != "/tmp" and not inside_bind:
                 made.add(parent)
-                args += ["--perms", "0755", "--dir", parent]
-    for source, target, kind in mounts:
-        args += [kind, source, target]
+                steps.append(("dir", parent, 0o755))
+    return steps + mounts
+
+
+def limits(*, memory_mb: int, max_processes: int, file_mb: int) -> dict[str, int]:
+    """Each process's resource limits (soft and hard), by resource name as prlimit and setrlimit know them."""
+    return {"as": memory_mb * 1024 * 1024, "nproc": max_processes, "fsize": file_mb * 1024 * 1024,
+            "nofile": 256, "core": 0}
+
+
+def command(inner: list[str], scratch: str, sockets: str, *, memory_mb: int, max_processes: int,
+            file_mb: int, uid: int | None) -> list[str]:
+    """The bwrap command line that runs `inner` in a sandbox around `scratch`."""
+    args = ["bwrap", "--die-with-parent", "--clearenv", "--unshare-net", "--unshare-pid", "--unshare-ipc",
+            "--unshare-uts", "--unshare-cgroup-try", "--hostname", HOSTNAME]
+    for step in layout(scratch, sockets):
+        kind = step[0]
+        if kind in ("dev", "proc"):
+            args += ["--" + kind, step[1]]
+        elif kind in ("tmpfs", "dir"):
+            args += ["--perms", format(step[2], "04o"), "--" + kind, step[1]]
+        else:
+            args += ["--" + kind, step[1], step[2]]
     args += ["--chdir", scratch]
     for name, value in clean_environment(scratch).items():
         args += ["--setenv", name, value]
-    limits = [shutil.which("prlimit") or "prlimit", f"--as={memory_mb * 1024 * 1024}",
-              f"--nproc={max_processes}", f"--fsize={file_mb * 1024 * 1024}", "--nofile=256", "--core=0", "--"]
+    caps = limits(memory_mb=memory_mb, max_processes=max_processes, file_mb=file_mb)
+    prlimit = [shutil.which("prlimit") or "prlimit", *(f"--{name}={value}" for name, value in caps.items()), "--"]
     if uid is not None:
         # Root keeps only the two capabilities needed to become the sandbox user,
         # and setpriv drops those before the kernel starts.
@@ -106,7 +164,7 @@ def command(inner: list[str], scratch: str, sockets: str, *, memory_mb: int, max
                  "--inh-caps=-all", "--bounding-set=-all", "--"]
     else:
         args += ["--unshare-user", "--cap-drop", "ALL", "--"]
-    return args + limits + inner
+    return args + prlimit + inner
 
 
 class SandboxedKernelManager(AsyncKernelManager):
@@ -116,7 +174,7 @@ class SandboxedKernelManager(AsyncKernelManager):
     memory_mb = Int(2048, help="address-space limit of each process, in MiB").tag(config=True)
     max_processes = Int(32, help="processes and threads the sandbox user may have (a kernel uses ~13)").tag(config=True)
     file_mb = Int(256, help="largest file the kernel may write, in MiB").tag(config=True)
-    uid = Int(-1, help="uid to run as when the grader is root (-1: first uid of this grader slot)").tag(config=True)
+    uid = Int(-1, help="uid to run as when the grader is root (-1: one claimed for this process)").tag(config=True)
     enabled = Bool(True, help="False runs the kernel unsandboxed (--no-sandbox)").tag(config=True)
 
     def __init__(self, **kwargs):
@@ -130,10 +188,13 @@ class SandboxedKernelManager(AsyncKernelManager):
     def _sandbox_uid(self) -> int | None:
         if os.geteuid() != 0:
             return None
-        return self.uid if self.uid >= 0 else FIRST_UID
+        return self.uid if self.uid >= 0 else claim_uid()
 
     def format_kernel_cmd(self, extra_arguments=None):
         cmd = super().format_kernel_cmd(extra_arguments)
+        # What a kernel template (template.py), the other launcher, needs to
+        # build the same sandbox itself instead of running bwrap.
+        self.kernel_argv, self.sandbox_spec = cmd, None
         if not self.enabled:
             return cmd
         scratch = self.scratch or self._sockets
@@ -146,6 +207,10 @@ class SandboxedKernelManager(AsyncKernelManager):
                 os.chown(path, uid, uid)
             os.chmod(self._sockets, 0o711)
             os.chmod(scratch, 0o711)
+        self.sandbox_spec = {"layout": layout(scratch, self._sockets), "chdir": scratch, "uid": uid,
+                             "hostname": HOSTNAME, "limits": limits(memory_mb=self.memory_mb,
+                                                                    max_processes=self.max_processes,
+                                                                    file_mb=self.file_mb)}
         return command(cmd, scratch, self._sockets, memory_mb=self.memory_mb,
                        max_processes=self.max_processes, file_mb=self.file_mb, uid=uid)
 

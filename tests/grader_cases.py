@@ -5,6 +5,9 @@ computed from the exercise's own points (submissions.points), never restated.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,8 +18,43 @@ import submissions
 A = "01_blocks"
 POINTS = submissions.points(A)       # graded test cell -> points, in notebook order
 FULL = sum(POINTS.values())
+# What each kind of case exercises; every path that grades is checked on every kind.
+KINDS = {
+    "scoring": "right, blank and partly wrong answers",
+    "time_limit": "loops stopped at a cell's time limit",
+    "ignored_interrupt": "a loop that ignores the interrupt, so its kernel is killed",
+    "resource_limit": "memory, process and output limits",
+    "kernel_death": "kernels that exit or crash mid-notebook",
+    "repair": "test cells and metadata put back as released",
+    "unreadable": "files that are not a readable notebook",
+    "collection": "old formats, odd names and folders of files",
+    "environment": "the instructor's environment variables stay out",
+    "isolation": "files, network and processes outside the sandbox",
+}
+# Kinds whose cases spend deliberate waits (a time limit running out): a second
+# path may grade one case of these per run (sample()).
+COSTLY = {"time_limit"}
+# A message of one of the exercise's hidden tests: feedback must never show it.
+HIDDEN_MESSAGE = "A single module passed positionally should be the only child."
 # Variables planted in the grader's environment; student code must never see them.
 PLANTED = {"GRADER_TEST_TOKEN": "planted-token-6f1d", "PGPASSWORD": "planted-password-93ab"}
+
+
+BIN = Path(sys.executable).parent
+
+
+def cli_env(**extra) -> dict:
+    """The environment for nbgrader's CLI: this venv's tools on PATH (nbgrader runs alembic)."""
+    return dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", **extra)
+
+
+def nbgrader(cwd, *args, env=None, check=True) -> subprocess.CompletedProcess:
+    """Run `nbgrader ARGS` in `cwd` as an instructor or student would; `check`: it must succeed."""
+    done = subprocess.run([str(BIN / "nbgrader"), *args], cwd=cwd, env=env or cli_env(), capture_output=True,
+                          text=True)
+    if check:
+        assert done.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{done.stdout[-2000:]}{done.stderr[-3000:]}"
+    return done
 
 
 def before(test_id: str) -> int:
@@ -29,6 +67,7 @@ def before(test_id: str) -> int:
 class Case:
     name: str          # the entry in the submissions folder
     student: str       # the student id expected in the CSV
+    kind: str          # what it exercises (a key of KINDS)
     score: float
     status: str
     detail: str        # a part of the detail column ("" means the detail must be empty)
@@ -183,56 +222,56 @@ print("SPAWNED")
 """,
     }
     found = [
-        Case("correct.ipynb", "correct", FULL, "graded", "", _notebook("correct.ipynb", lambda: submissions.answered(A))),
-        Case("blank.ipynb", "blank", 0, "graded", "failed: test_MySequential", _notebook("blank.ipynb", lambda: submissions.exercise(A))),
-        Case("one_wrong.ipynb", "one_wrong", FULL - POINTS["test_MySequential"], "graded", "failed: test_MySequential",
+        Case("correct.ipynb", "correct", "scoring", FULL, "graded", "", _notebook("correct.ipynb", lambda: submissions.answered(A))),
+        Case("blank.ipynb", "blank", "scoring", 0, "graded", "failed: test_MySequential", _notebook("blank.ipynb", lambda: submissions.exercise(A))),
+        Case("one_wrong.ipynb", "one_wrong", "scoring", FULL - POINTS["test_MySequential"], "graded", "failed: test_MySequential",
              _notebook("one_wrong.ipynb", lambda: submissions.answered(A, {wrong.answer_id: wrong.code}))),
-        Case("loop_top.ipynb", "loop_top", FULL, "graded", "cell 4: timed out",
+        Case("loop_top.ipynb", "loop_top", "time_limit", FULL, "graded", "cell 4: timed out",
              _notebook("loop_top.ipynb", lambda: _extra_cell_first("while True:\n    pass"))),
-        Case("loop_in_item.ipynb", "loop_in_item", FULL - POINTS["test_make_stack"], "graded", "test_make_stack: timed out",
+        Case("loop_in_item.ipynb", "loop_in_item", "time_limit", FULL - POINTS["test_make_stack"], "graded", "test_make_stack: timed out",
              _notebook("loop_in_item.ipynb", lambda: _answer_prefix("    while True:\n        pass\n"))),
-        Case("ignores_sigint.ipynb", "ignores_sigint", before("test_make_stack"), "graded", "test_make_stack: a cell ran past",
+        Case("ignores_sigint.ipynb", "ignores_sigint", "ignored_interrupt", before("test_make_stack"), "graded", "test_make_stack: a cell ran past",
              _notebook("ignores_sigint.ipynb", lambda: _answer_prefix(
                  "    import signal\n    signal.signal(signal.SIGINT, signal.SIG_IGN)\n    while True:\n        pass\n"))),
-        Case("memory_hog.ipynb", "memory_hog", FULL - POINTS["test_make_stack"], "graded", "failed: test_make_stack",
+        Case("memory_hog.ipynb", "memory_hog", "resource_limit", FULL - POINTS["test_make_stack"], "graded", "failed: test_make_stack",
              _notebook("memory_hog.ipynb", lambda: _answer_prefix(
                  "    hog = []\n    while True:\n        hog.append(bytearray(50_000_000))\n"))),
-        Case("fork_bomb.ipynb", "fork_bomb", FULL - POINTS["test_make_stack"], "graded", "failed: test_make_stack",
+        Case("fork_bomb.ipynb", "fork_bomb", "resource_limit", FULL - POINTS["test_make_stack"], "graded", "failed: test_make_stack",
              _notebook("fork_bomb.ipynb", lambda: _answer_prefix("    import os\n    while True:\n        os.fork()\n"))),
-        Case("os_exit.ipynb", "os_exit", before("test_make_stack"), "graded", "test_make_stack: the kernel exited with status 3",
+        Case("os_exit.ipynb", "os_exit", "kernel_death", before("test_make_stack"), "graded", "test_make_stack: the kernel exited with status 3",
              _notebook("os_exit.ipynb", lambda: _answer_prefix("    import os\n    os._exit(3)\n"))),
-        Case("sys_exit.ipynb", "sys_exit", FULL - POINTS["test_make_stack"], "graded", "failed: test_make_stack",
+        Case("sys_exit.ipynb", "sys_exit", "kernel_death", FULL - POINTS["test_make_stack"], "graded", "failed: test_make_stack",
              _notebook("sys_exit.ipynb", lambda: _answer_prefix("    import sys\n    sys.exit(1)\n"))),
-        Case("segfault.ipynb", "segfault", 0, "graded", "cell 4: the kernel was killed by signal 11",
+        Case("segfault.ipynb", "segfault", "kernel_death", 0, "graded", "cell 4: the kernel was killed by signal 11",
              _notebook("segfault.ipynb", lambda: _extra_cell_first("import ctypes\nctypes.string_at(0)"))),
-        Case("huge_output.ipynb", "huge_output", FULL, "graded", "test_make_stack: output truncated",
+        Case("huge_output.ipynb", "huge_output", "resource_limit", FULL, "graded", "test_make_stack: output truncated",
              _notebook("huge_output.ipynb", lambda: _answer_prefix("    print('x' * 5_000_000)\n"))),
-        Case("edited_tests.ipynb", "edited_tests", FULL - POINTS["test_MySequential"], "graded", "test_MySequential: read-only cell was edited",
+        Case("edited_tests.ipynb", "edited_tests", "repair", FULL - POINTS["test_MySequential"], "graded", "test_MySequential: read-only cell was edited",
              _notebook("edited_tests.ipynb", _edited_tests)),
-        Case("deleted_tests.ipynb", "deleted_tests", FULL, "graded", "test_ParallelBlock: deleted",
+        Case("deleted_tests.ipynb", "deleted_tests", "repair", FULL, "graded", "test_ParallelBlock: deleted",
              _notebook("deleted_tests.ipynb", _deleted_tests)),
-        Case("reordered.ipynb", "reordered", FULL, "graded", "out of the released order",
+        Case("reordered.ipynb", "reordered", "repair", FULL, "graded", "out of the released order",
              _notebook("reordered.ipynb", _reordered)),
-        Case("retyped.ipynb", "retyped", FULL, "graded", "test_ParallelBlock: cell type changed",
+        Case("retyped.ipynb", "retyped", "repair", FULL, "graded", "test_ParallelBlock: cell type changed",
              _notebook("retyped.ipynb", _retyped)),
-        Case("changed_points.ipynb", "changed_points", FULL - POINTS["test_MySequential"], "graded", "points changed to 100",
+        Case("changed_points.ipynb", "changed_points", "repair", FULL - POINTS["test_MySequential"], "graded", "points changed to 100",
              _notebook("changed_points.ipynb", _points)),
-        Case("kernelspec.ipynb", "kernelspec", FULL, "graded", "kernel changed to 'ir'",
+        Case("kernelspec.ipynb", "kernelspec", "repair", FULL, "graded", "kernel changed to 'ir'",
              _notebook("kernelspec.ipynb", _kernelspec)),
-        Case("stripped.ipynb", "stripped", FULL, "graded", "matched to the released cells by content",
+        Case("stripped.ipynb", "stripped", "repair", FULL, "graded", "matched to the released cells by content",
              _notebook("stripped.ipynb", _stripped)),
-        Case("empty.ipynb", "empty", 0, "invalid", "empty file", _raw("empty.ipynb", b"")),
-        Case("truncated.ipynb", "truncated", 0, "invalid", "not valid JSON",
+        Case("empty.ipynb", "empty", "unreadable", 0, "invalid", "empty file", _raw("empty.ipynb", b"")),
+        Case("truncated.ipynb", "truncated", "unreadable", 0, "invalid", "not valid JSON",
              _raw("truncated.ipynb", nbformat.writes(submissions.answered(A)).encode()[:5000])),
-        Case("essay.docx", "essay", 0, "invalid", "binary file", _raw("essay.docx", bytes(range(256)) * 4)),
-        Case("notes.ipynb", "notes", 0, "invalid", "JSON but not a Jupyter notebook",
+        Case("essay.docx", "essay", "unreadable", 0, "invalid", "binary file", _raw("essay.docx", bytes(range(256)) * 4)),
+        Case("notes.ipynb", "notes", "unreadable", 0, "invalid", "JSON but not a Jupyter notebook",
              _raw("notes.ipynb", json.dumps({"title": "my notes"}).encode())),
-        Case("old_format.ipynb", "old_format", FULL, "graded", "converted from nbformat 3", _nbformat3),
-        Case("José María Ñúñez.ipynb", "José María Ñúñez", FULL, "graded", "",
+        Case("old_format.ipynb", "old_format", "collection", FULL, "graded", "converted from nbformat 3", _nbformat3),
+        Case("José María Ñúñez.ipynb", "José María Ñúñez", "collection", FULL, "graded", "",
              _notebook("José María Ñúñez.ipynb", lambda: submissions.answered(A))),
-        Case("twice", "twice", FULL, "graded", "2 files; graded twice/01_blocks.ipynb", _two_files),
-        Case("nested", "nested", FULL, "graded", "", _nbgrader_layout),
-        Case("environment.ipynb", "environment", FULL, "graded", "",
+        Case("twice", "twice", "collection", FULL, "graded", "2 files; graded twice/01_blocks.ipynb", _two_files),
+        Case("nested", "nested", "collection", FULL, "graded", "", _nbgrader_layout),
+        Case("environment.ipynb", "environment", "environment", FULL, "graded", "",
              _notebook("environment.ipynb", lambda: _extra_cell_first(ENVIRONMENT_PROBE))),
     ]
     def attacker():
@@ -242,5 +281,11 @@ print("SPAWNED")
             nb.cells.insert(3, nbformat.v4.new_code_cell(code))
         return nb
 
-    found.append(Case("attacker.ipynb", "attacker", FULL, "graded", "", _notebook("attacker.ipynb", attacker)))
+    found.append(Case("attacker.ipynb", "attacker", "isolation", FULL, "graded", "", _notebook("attacker.ipynb", attacker)))
     return found
+
+
+def sample(all_cases: list[Case], rng) -> list[Case]:
+    """Every case, except that only one case (chosen by `rng`) of each costly kind is kept."""
+    chosen = {kind: rng.choice([c for c in all_cases if c.kind == kind]) for kind in COSTLY}
+    return [c for c in all_cases if c.kind not in COSTLY or c is chosen[c.kind]]

@@ -11,6 +11,7 @@ import os
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -41,27 +42,36 @@ def serve(extra_args: str = "", env: dict | None = None):
     """Run `make lab` on a free port until the block ends; yields the port."""
     port = free_port()
     args = f"--no-browser --ServerApp.ip=127.0.0.1 --IdentityProvider.token={TOKEN} {extra_args}".strip()
-    server = subprocess.Popen(["make", "--no-print-directory", "lab", f"PORT={port}", f"LAB_ARGS={args}"],
-                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              start_new_session=True, text=True, env=env)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                get(port, "/api/status")
-                break
-            except (urllib.error.URLError, ConnectionError):
-                if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail("JupyterLab did not start:\n" + server.stdout.read())
-                time.sleep(0.3)
+    with running(["make", "--no-print-directory", "lab", f"PORT={port}", f"LAB_ARGS={args}"], ROOT, env, port):
         yield port
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
+
+
+@contextmanager
+def running(command: list[str], cwd, env: dict | None, port: int):
+    """Run a Jupyter server `command` in `cwd` until the block ends, once it answers on `port`.
+    Its output goes to a file (a pipe nobody reads would stall a chatty server)."""
+    with tempfile.TemporaryFile("w+") as log:
+        server = subprocess.Popen(command, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
+                                  start_new_session=True, text=True, env=env)
         try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    get(port, "/api/status")
+                    break
+                except (urllib.error.URLError, ConnectionError):
+                    if server.poll() is not None or time.monotonic() > deadline:
+                        log.seek(0)
+                        pytest.fail(f"JupyterLab did not start in {cwd}:\n" + log.read()[-5000:])
+                    time.sleep(0.3)
+            yield server
+        finally:
+            os.killpg(server.pid, signal.SIGTERM)
+            try:
+                server.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+                server.wait()
 
 
 @pytest.fixture(scope="module")

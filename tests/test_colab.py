@@ -141,7 +141,9 @@ FRESH = ROOT / ".venv" / "colab-like"
 # exercise may import. Python and torch stay this machine's (3.11 and the pinned
 # torch from requirements.txt): Colab runs Python 3.13 with torch 2.11, and the
 # only torch wheel this machine may install is the pinned CPU build. The course
-# uses no torch API newer than 2.11 (README states that floor).
+# uses no torch API newer than 2.11 (README states that floor). All three pins
+# install on Python 3.11 from PyPI as wheels: numpy 2.1.3 and matplotlib 3.10.0
+# have cp311 builds, ipykernel 6.17.1 is pure Python.
 COLAB_PINS = {"numpy": "numpy==2.1.3", "matplotlib": "matplotlib==3.10.0", "ipykernel": "ipykernel==6.17.1"}
 
 
@@ -182,6 +184,9 @@ assert sys.prefix == {prefix!r}, sys.prefix
 assert os.listdir(".") == [{name!r}], os.listdir(".")
 for module in ("nbgrader", "nbval", "jupyterlab", "tools", "conftest", "submissions"):
     assert importlib.util.find_spec(module) is None, module + " is importable"
+import importlib.metadata
+for package, version in {versions!r}.items():
+    assert importlib.metadata.version(package) == version, (package, importlib.metadata.version(package), version)
 assert not any(os.path.exists(os.path.join(p or ".", "nbgrader_config.py")) for p in sys.path)
 """
 
@@ -199,7 +204,9 @@ def test_solution_runs_alone_with_only_colabs_packages(fresh_python, tmp_path, a
     nb = nbformat.read(folder / name, as_version=4)
     assert any("### BEGIN HIDDEN TESTS" in c.source for c in nb.cells), "no hidden tests to run"
     nb.cells.insert(0, nbformat.v4.new_code_cell(
-        ISOLATION_CHECK.format(prefix=str(fresh_python), name=name), id="isolation-check"))
+        ISOLATION_CHECK.format(prefix=str(fresh_python), name=name,
+                               versions={pin.split("==")[0]: pin.split("==")[1] for pin in COLAB_PINS.values()}),
+        id="isolation-check"))
 
     # The kernel sees nothing of this repository or of the test run's environment.
     env = {k: v for k, v in os.environ.items()

@@ -1,13 +1,14 @@
-"""Grading on a real Dask cluster: a `dask scheduler` and two `dask worker`
+"""Grading on a real Dask cluster: a `dask scheduler` and `dask worker`
 processes started here on 127.0.0.1 grade a class; the rows equal a `--jobs 1`
-run, the student code still runs sandboxed, and a worker killed in the middle
-of a task loses no student."""
-import os
-import signal
-import socket
+run, the student code still runs sandboxed, a worker killed in the middle of a
+task loses no student, TLS and worker resources (`--resources GPU=1`) work as
+the README's "Running a large class" describes, and every process is gone
+afterwards."""
 import subprocess
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
@@ -16,7 +17,9 @@ import pytest
 
 import grader_cases
 import submissions
-from grader import grade
+from grader import grade, sandbox
+from grader.cluster import ClusterUnusable
+from labserver import free_port
 from tools import course
 
 A = grader_cases.A
@@ -24,58 +27,51 @@ BIN = Path(sys.executable).parent
 SLOW = "import time\ntime.sleep(6)\n"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+@contextmanager
+def dask_cluster(logs: Path, workers: list[list[str]], protocol="tcp", tls: list[str] = ()):
+    """`dask scheduler` and one `dask worker` (with its nanny) per entry of `workers` (extra
+    arguments), on 127.0.0.1; stopped afterwards, and checked that nothing they started is left."""
+    from distributed import Client
 
-
-def _class(folder: Path) -> None:
-    wrong = submissions.first_wrong(A)
-    nbformat.write(submissions.answered(A), folder / "ana.ipynb")
-    nbformat.write(submissions.answered(A, {wrong.answer_id: wrong.code}), folder / "ben.ipynb")
-    dies = submissions.answered(A)
-    dies.cells.insert(3, nbformat.v4.new_code_cell("import os\nos._exit(3)"))
-    nbformat.write(dies, folder / "cai.ipynb")
-    (folder / "dee.ipynb").write_text("")
+    port = free_port()
+    address = f"{protocol}://127.0.0.1:{port}"
+    env = grader_cases.cli_env(DASK_DISTRIBUTED__WORKER__DAEMON="False")
+    processes = [subprocess.Popen([BIN / "dask", "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                   "--protocol", protocol, "--no-dashboard", *tls], env=env,
+                                  stdout=open(logs / "scheduler.log", "w"), stderr=subprocess.STDOUT)]
+    for i, extra in enumerate(workers):
+        processes.append(subprocess.Popen(
+            [BIN / "dask", "worker", address, "--nthreads", "1", "--nworkers", "1", "--host", "127.0.0.1",
+             "--no-dashboard", "--name", f"w{i}", *tls, *extra], env=env,
+            stdout=open(logs / f"worker{i}.log", "w"), stderr=subprocess.STDOUT))
+    started = [psutil.Process(p.pid) for p in processes]
+    try:
+        with Client(address, timeout="30s") as client:
+            client.wait_for_workers(len(workers), timeout=90)
+        yield {"address": address, "workers": processes[1:]}
+    finally:
+        everything = []
+        for process in started:
+            try:
+                everything += [process, *process.children(recursive=True)]
+            except psutil.Error:
+                pass
+        for process in reversed(processes):
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        _, alive = psutil.wait_procs(everything, timeout=15)
+        assert alive == [], f"processes left behind by the cluster: {alive}"
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    """A scheduler and two workers (each with its nanny), stopped and checked gone afterwards."""
-    port = _free_port()
-    logs = tmp_path_factory.mktemp("dask-logs")
-    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", DASK_DISTRIBUTED__WORKER__DAEMON="False")
-    scheduler = subprocess.Popen([BIN / "dask", "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                  "--no-dashboard"], env=env, stdout=open(logs / "scheduler.log", "w"),
-                                 stderr=subprocess.STDOUT)
-    address = f"tcp://127.0.0.1:{port}"
-    workers = [subprocess.Popen([BIN / "dask", "worker", address, "--nthreads", "1", "--nworkers", "1",
-                                 "--host", "127.0.0.1", "--no-dashboard", "--name", f"w{i}"], env=env,
-                                stdout=open(logs / f"worker{i}.log", "w"), stderr=subprocess.STDOUT)
-               for i in range(2)]
-    from distributed import Client
-
-    with Client(address, timeout="30s") as client:
-        client.wait_for_workers(2, timeout=60)
-    processes = [scheduler, *workers]
-    started = [psutil.Process(p.pid) for p in processes]
-    yield {"address": address, "workers": workers}
-    everything = []
-    for process in started:
-        try:
-            everything += [process, *process.children(recursive=True)]
-        except psutil.Error:
-            pass
-    for process in reversed(processes):
-        process.terminate()
-    for process in processes:
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-    gone, alive = psutil.wait_procs(everything, timeout=10)
-    assert alive == [], f"processes left behind by the cluster: {alive}"
+    """A scheduler and two plain workers."""
+    with dask_cluster(tmp_path_factory.mktemp("dask-logs"), [[], []]) as started:
+        yield started
 
 
 def _grade(tmp_path, folder, **options):
@@ -86,60 +82,117 @@ def _grade(tmp_path, folder, **options):
     return {row.student_id: row for row in grade.run(chosen)}
 
 
+def _class(folder: Path) -> None:
+    """The standard kit (right, blank, one wrong), a kernel that dies, and an empty file."""
+    folder.mkdir()
+    for submission in submissions.standard(A):
+        nbformat.write(submission.notebook, folder / f"{submission.student}.ipynb")
+    dies = submissions.answered(A)
+    dies.cells.insert(3, nbformat.v4.new_code_cell("import os\nos._exit(3)"))
+    nbformat.write(dies, folder / "dies.ipynb")
+    (folder / "empty.ipynb").write_text("")
+
+
 def test_rows_on_the_cluster_equal_a_single_job_run(cluster, tmp_path):
     folder = tmp_path / "class"
-    folder.mkdir()
     _class(folder)
-    started = time.monotonic()
     on_cluster = _grade(tmp_path / "dask", folder, scheduler=cluster["address"], jobs=2)
-    cluster_seconds = time.monotonic() - started
-    started = time.monotonic()
     single = _grade(tmp_path / "single", folder, jobs=1)
-    single_seconds = time.monotonic() - started
-    print(f"\nDask (2 workers): {cluster_seconds:.1f} s; --jobs 1: {single_seconds:.1f} s for {len(single)} students")
-    assert set(on_cluster) == set(single) == {"ana", "ben", "cai", "dee"}
+    assert set(on_cluster) == set(single) == {"correct", "blank", "one_wrong", "dies", "empty"}
     for student, row in single.items():
         other = on_cluster[student]
         assert (other.score, other.status, other.detail, other.items) == (row.score, row.status, row.detail, row.items)
-    assert single["ana"].score == grader_cases.FULL and single["dee"].status == "invalid"
-    assert "the kernel exited with status 3" in single["cai"].detail
-    autograded = tmp_path / "dask" / "course" / "autograded" / "ben" / A / f"{A}.ipynb"
+    for submission in submissions.standard(A):
+        assert single[submission.student].score == submission.score
+    assert single["empty"].status == "invalid"
+    assert "the kernel exited with status 3" in single["dies"].detail
+    autograded = tmp_path / "dask" / "course" / "autograded" / "one_wrong" / A / f"{A}.ipynb"
     assert autograded.exists(), "the client keeps the autograded notebooks"
 
 
-def _kill_a_worker_while_it_grades(worker: subprocess.Popen, deadline: float) -> bool:
-    """SIGKILL the worker process (its nanny restarts it) once one of its sandboxed kernels runs."""
+def _sandboxed(process: psutil.Process) -> list[psutil.Process]:
+    """The descendants of `process` that run as a sandbox user (student code's kernels)."""
+    found = []
+    for child in process.children(recursive=True):
+        try:
+            if child.uids().real >= sandbox.FIRST_UID:
+                found.append(child)
+        except psutil.Error:
+            continue
+    return found
+
+
+def _kill_a_worker_while_it_grades(worker: subprocess.Popen, deadline: float, left: list) -> bool:
+    """SIGKILL the worker process (its nanny starts a new one) once one of its sandboxed
+    kernels runs; `left` gets every process the worker had started then."""
     nanny = psutil.Process(worker.pid)
     while time.monotonic() < deadline:
         for child in nanny.children():
             try:
-                if any(p.name() == "bwrap" for p in child.children(recursive=True)):
-                    child.send_signal(signal.SIGKILL)
+                if _sandboxed(child):
+                    left += child.children(recursive=True)
+                    child.kill()
                     return True
             except psutil.Error:
                 continue
-        time.sleep(0.2)
+        time.sleep(0.1)
     return False
 
 
 def test_a_worker_that_dies_mid_task_loses_no_student(cluster, tmp_path):
-    import threading
-
     folder = tmp_path / "slow"
     folder.mkdir()
     for student in ("eva", "fay", "gus"):
         nb = submissions.answered(A)
         nb.cells.insert(3, nbformat.v4.new_code_cell(SLOW))
         nbformat.write(nb, folder / f"{student}.ipynb")
-    killed = []
+    killed, left = [], []
     killer = threading.Thread(target=lambda: killed.append(
-        _kill_a_worker_while_it_grades(cluster["workers"][0], time.monotonic() + 60)))
+        _kill_a_worker_while_it_grades(cluster["workers"][0], time.monotonic() + 90, left)))
     killer.start()
     rows = _grade(tmp_path, folder, scheduler=cluster["address"], jobs=2)
     killer.join()
     assert killed == [True], "the test never caught a worker in the middle of a task"
     assert {s: (r.status, r.score) for s, r in rows.items()} == \
         {s: ("graded", grader_cases.FULL) for s in ("eva", "fay", "gus")}
+    _, alive = psutil.wait_procs(left, timeout=15)
+    assert alive == [], f"the killed worker's kernels outlived it: {alive}"
+
+
+def test_tasks_asking_for_a_resource_no_worker_offers_are_refused_at_once(cluster, tmp_path):
+    folder = tmp_path / "one"
+    folder.mkdir()
+    nbformat.write(submissions.answered(A), folder / "ana.ipynb")
+    with pytest.raises(ClusterUnusable, match="--resources GPU=1"):
+        _grade(tmp_path, folder, scheduler=cluster["address"], jobs=2, resources={"GPU": 1})
+
+
+def test_tls_cluster_with_a_gpu_worker(tmp_path):
+    """Scheduler, worker and client talk TLS only (certificates as a real deployment would hand
+    them out); a task asking for GPU=1 runs on the worker started with `--resources GPU=1`."""
+    import dask
+    from distributed import Client
+
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-keyout", key,
+                    "-out", cert, "-subj", "/CN=course-grader-test"], check=True, capture_output=True)
+    tls = ["--tls-ca-file", str(cert), "--tls-cert", str(cert), "--tls-key", str(key)]
+    folder = tmp_path / "pair"
+    folder.mkdir()
+    nbformat.write(submissions.answered(A), folder / "ana.ipynb")
+    (folder / "dee.ipynb").write_text("{")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    client_tls = {"distributed.comm.tls.ca-file": str(cert), "distributed.comm.tls.client.cert": str(cert),
+                  "distributed.comm.tls.client.key": str(key), "distributed.comm.require-encryption": True}
+    with dask.config.set(client_tls), \
+            dask_cluster(logs, [["--resources", "GPU=1"]], protocol="tls", tls=tls) as started:
+        with dask.config.set({"distributed.comm.require-encryption": False}), \
+                pytest.raises((OSError, TimeoutError)):
+            Client(started["address"].replace("tls://", "tcp://"), timeout="5s")  # nothing answers without TLS
+        rows = _grade(tmp_path, folder, scheduler=started["address"], jobs=1, resources={"GPU": 1})
+    assert (rows["ana"].status, rows["ana"].score) == ("graded", grader_cases.FULL)
+    assert rows["dee"].status == "invalid" and "not valid JSON" in rows["dee"].detail
 
 
 def test_local_scheduler_starts_its_own_cluster(tmp_path):

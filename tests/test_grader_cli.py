@@ -69,7 +69,8 @@ def test_sandbox_command_line_clears_the_environment_and_sets_only_the_allowlist
     assert set(given) <= set(sandbox.PASSED_THROUGH) | {"LC_ALL", "HOME", "TMPDIR", "MPLCONFIGDIR", "PYTHONNOUSERSITE"}
 
 
-def test_root_grades_the_course_there_with_its_own_config_and_leaves_tracked_files_alone(tmp_path):
+def test_root_grades_the_course_there_with_its_own_config_and_leaves_tracked_files_alone(tmp_path, monkeypatch):
+    from grader import grade
     from grader.__main__ import main
 
     root = tmp_path / "other-course"
@@ -80,18 +81,34 @@ def test_root_grades_the_course_there_with_its_own_config_and_leaves_tracked_fil
     config = course.load_config(root)
     assert config.CourseDirectory.course_id == "another-course" and config.Execute.timeout == 17
     assert config.CourseDirectory.root == str(root)
-    before = subprocess.run(["git", "status", "--porcelain", "exercises", "solutions"], cwd=ROOT,
-                            capture_output=True, text=True).stdout
+    # The other course is a git repository of its own: after grading, its tracked files
+    # (config, source, committed release) must be exactly as committed. Its release carries a
+    # mark that generating the release again from the source would drop.
+    import nbformat
+
+    release = root / "exercises" / A / f"{A}.ipynb"
+    marked = nbformat.read(release, as_version=4)
+    marked.metadata["released_by"] = "this course's instructor"
+    nbformat.write(marked, release)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "-C", str(root)]
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "course"]):
+        subprocess.run(git + command, check=True, capture_output=True)
     folder = tmp_path / "s"
     folder.mkdir()
     (folder / "lost.ipynb").write_text("")
+    used = []
+    run = grade.run
+    monkeypatch.setattr(grade, "run", lambda options: used.append(options) or run(options))
     assert main(["grade", A, "--submissions", str(folder), "--root", str(root), "--no-sandbox"]) == 0
+    assert used[0].cell_timeout == 17, "the other course's per-cell limit is the default"
     assert (root / "grades" / f"{A}.csv").exists() and (root / "gradebook.db").exists()
-    after = subprocess.run(["git", "status", "--porcelain", "exercises", "solutions"], cwd=ROOT,
-                           capture_output=True, text=True).stdout
-    assert after == before, "grading rewrote tracked files"
-    released = (ROOT / "exercises" / A / f"{A}.ipynb").read_bytes()
-    assert (root / "exercises" / A / f"{A}.ipynb").read_bytes() == released, "the committed release is read, not rewritten"
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
+        assert gradebook.find_assignment(A).course_id == "another-course"
+    status = subprocess.run(git + ["status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                            text=True, check=True).stdout
+    assert status == "", f"grading rewrote tracked files:\n{status}"
 
 
 def test_the_grader_imports_nothing_from_the_maintainers_tools():
@@ -103,3 +120,120 @@ def test_the_grader_imports_nothing_from_the_maintainers_tools():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             assert not any(n == "tools" or n.startswith("tools.") for n in names), f"{path.name} imports tools"
+
+
+def _third_party_imports(paths, local_names) -> dict[str, str]:
+    """Top-level module -> a file importing it, for every import that is neither the standard
+    library nor one of the repository's own modules."""
+    import ast
+
+    found = {}
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top not in local_names:
+                    found.setdefault(top, str(path.relative_to(ROOT)))
+    return found
+
+
+def _pins(requirements: list[str]) -> dict[str, str]:
+    """Distribution name (normalized) -> its pinned version ('' when not pinned exactly)."""
+    import re
+
+    pins = {}
+    for line in requirements:
+        line = line.split("#")[0].strip()
+        if line:
+            name, _, version = re.sub(r"\[[^]]*\]", "", line).partition("==")
+            pins[name.strip().lower().replace("_", "-")] = version.split(";")[0].strip()
+    return pins
+
+
+def _distributions(requirements: list[str]) -> set[str]:
+    return set(_pins(requirements))
+
+
+def _undeclared(imports: dict[str, str], declared: set[str]) -> list[str]:
+    from importlib.metadata import packages_distributions
+
+    providers = packages_distributions()
+    missing = []
+    for module, where in sorted(imports.items()):
+        dists = {d.lower().replace("_", "-") for d in providers.get(module, [])}
+        if not dists & declared:
+            missing.append(f"{module} (imported in {where}; installed from {sorted(dists) or 'nothing'})")
+    return missing
+
+
+def test_every_package_the_grader_imports_is_a_pinned_dependency_of_its_package():
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    requirements = project["dependencies"] + [r for extra in project["optional-dependencies"].values()
+                                              for r in extra]
+    ours = _pins(requirements)
+    assert all(ours.values()), "the grader's dependencies are pinned exactly"
+    imports = _third_party_imports(sorted((ROOT / "grader").glob("*.py")), {"grader"})
+    assert _undeclared(imports, set(ours)) == []
+    course = _pins((ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines())
+    differ = {name: (version, course.get(name)) for name, version in ours.items() if course.get(name) != version}
+    assert differ == {}, "pyproject.toml and requirements.txt pin different versions (pyproject, requirements)"
+
+
+def test_every_package_the_repository_imports_is_pinned_in_requirements():
+    sources = [*ROOT.glob("*.py"), *(ROOT / "tools").rglob("*.py"), *(ROOT / "tests").rglob("*.py"),
+               *(ROOT / "lessons").rglob("*.py"), *(ROOT / "hub").glob("*.py")]
+    local = {p.stem for p in sources} | {"grader", "tools", "tests", "hub"}
+    imports = _third_party_imports(sources, local)
+    declared = _distributions((ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines())
+    assert _undeclared(imports, declared) == []
+
+
+def test_the_installed_package_grades_a_course_outside_the_repository(tmp_path):
+    """`pip install .` of the grader alone (a copy of what pyproject.toml packages, so the
+    repository gets no build folders; --no-deps: the environment already has the pins) gives a
+    `course-grader` command that grades another course from any folder."""
+    import os
+    import shutil
+
+    source = tmp_path / "src"
+    shutil.copytree(ROOT / "grader", source / "grader", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source)
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+                    "--no-build-isolation", "--target", str(site), str(source)], check=True)
+    assert (site / "bin" / "course-grader").exists() and not (site / "tools").exists()
+    env = dict(os.environ, PYTHONPATH=str(site))
+    where = subprocess.run([sys.executable, "-c", "import grader; print(grader.__file__)"], env=env,
+                           cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    assert where.startswith(str(site)), "the installed copy is the one that runs"
+    root = tmp_path / "course"
+    course.temporary_course(root, [A])
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / "lost.ipynb").write_text("")
+    done = subprocess.run([site / "bin" / "course-grader", "grade", A, "--submissions", str(folder),
+                           "--root", str(root), "--no-sandbox"], env=env, cwd=tmp_path, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(open(root / "grades" / f"{A}.csv", encoding="utf-8")))
+    assert [(r["student_id"], r["status"]) for r in rows] == [("lost", "invalid")]
+
+
+def test_worker_resources_are_checked_before_anything_is_graded(tmp_path, capsys):
+    from grader.__main__ import main
+
+    (tmp_path / "s").mkdir()
+    base = ["grade", A, "--submissions", str(tmp_path / "s"), "--no-sandbox"]
+    assert main(base + ["--resources", "GPU=1"]) == 2
+    assert "--resources needs --scheduler" in capsys.readouterr().err
+    assert main(base + ["--scheduler", "local", "--resources", "GPU"]) == 2
+    assert "write NAME=N" in capsys.readouterr().err

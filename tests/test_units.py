@@ -161,3 +161,18 @@ def test_check_env_warns_below_the_course_torch_floor(version, warns):
     assert (warning is not None) == warns, warning
     if warns:
         assert "2.11" in warning
+
+
+@pytest.mark.parametrize("version, warns", [("2.10.0+cu126", True), ("2.11.0", False)])
+def test_make_check_env_prints_the_floor_warning(monkeypatch, capsys, version, warns):
+    """What `make check-env` prints, with torch pretending to be another version."""
+    import torch
+
+    from tools import check_env
+
+    monkeypatch.setattr(torch, "__version__", version)
+    monkeypatch.setattr(check_env, "nbgrader_extensions", lambda: [])  # no jupyter subprocesses
+    assert check_env.main() == 0
+    printed = capsys.readouterr().out
+    assert f"torch       {version}" in printed
+    assert ("WARNING: torch" in printed) == warns, printed
