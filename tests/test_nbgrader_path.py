@@ -30,15 +30,22 @@ A = grader_cases.A
 SEED = int(os.environ.get("GRADER_CASES_SEED") or random.SystemRandom().randrange(10**6))
 
 
-@pytest.fixture(scope="module")
-def cli_graded(tmp_path_factory):
+# The kinds whose cases wait on limits (time, memory, processes, a dying kernel) are
+# graded by test_nbgrader_path_limits.py, so that pytest-xdist grades both halves at once.
+LIMIT_KINDS = ("time_limit", "ignored_interrupt", "resource_limit", "kernel_death")
+KINDS = [kind for kind in grader_cases.KINDS if kind not in LIMIT_KINDS]
+
+
+def autograde_cases(tmp_path_factory, kinds) -> dict:
+    """The cases of `kinds` handed in and graded by one `nbgrader autograde` run."""
     assert sandbox.available(), "bubblewrap is missing: make test installs it (tools/system_packages.sh)"
     tmp = tmp_path_factory.mktemp("nbgrader-path")
     root, folder = tmp / "course", tmp / "downloads"
     folder.mkdir()
     course.temporary_course(root, [A])  # with the course's own nbgrader_config.py
     listener = Listener()
-    cases = grader_cases.sample(grader_cases.cases(listener.port, root, folder), random.Random(SEED))
+    cases = [c for c in grader_cases.sample(grader_cases.cases(listener.port, root, folder), random.Random(SEED))
+             if c.kind in kinds]
     for case in cases:
         case.write(folder)
     # Where `nbgrader collect` leaves hand-ins: submitted/<student>/<assignment>/<assignment>.ipynb
@@ -60,18 +67,18 @@ def cli_graded(tmp_path_factory):
     return {"root": root, "rows": rows, "cases": cases, "log": graded.stderr, "listener": listener}
 
 
-def test_every_case_has_a_known_kind():
-    unknown = {c.student: c.kind for c in grader_cases.cases(0, ROOT, ROOT) if c.kind not in grader_cases.KINDS}
-    assert not unknown, f"kinds missing from grader_cases.KINDS: {unknown}"
+@pytest.fixture(scope="module")
+def cli_graded(tmp_path_factory):
+    return autograde_cases(tmp_path_factory, KINDS)
 
 
-@pytest.mark.parametrize("kind", list(grader_cases.KINDS))
-def test_nbgrader_autograde_gives_the_graders_rows(cli_graded, kind):
-    cases = [c for c in cli_graded["cases"] if c.kind == kind]
+def check_rows(graded: dict, kind: str) -> None:
+    """Every case of `kind` got the score, status and reason the grader gives it."""
+    cases = [c for c in graded["cases"] if c.kind == kind]
     assert cases, f"no case of kind {kind} was graded"
     for case in cases:
-        row = cli_graded["rows"][case.student]
-        where = f"{case.student} (GRADER_CASES_SEED={SEED}): {row.detail}\n{cli_graded['log'][-3000:]}"
+        row = graded["rows"][case.student]
+        where = f"{case.student} (GRADER_CASES_SEED={SEED}): {row.detail}\n{graded['log'][-3000:]}"
         assert (row.status, row.score, row.max_score) == (case.status, case.score, grader_cases.FULL), where
         if case.detail:
             assert case.detail in row.detail, where
@@ -79,17 +86,35 @@ def test_nbgrader_autograde_gives_the_graders_rows(cli_graded, kind):
             assert row.detail == "", "an untouched, correct submission must not be flagged: " + where
 
 
-def test_nothing_is_dropped_and_the_reason_is_in_the_notebook_formgrader_shows(cli_graded):
+def test_every_case_has_a_known_kind():
+    unknown = {c.student: c.kind for c in grader_cases.cases(0, ROOT, ROOT) if c.kind not in grader_cases.KINDS}
+    assert not unknown, f"kinds missing from grader_cases.KINDS: {unknown}"
+
+
+def test_the_two_modules_cover_every_kind():
+    assert set(KINDS) | set(LIMIT_KINDS) == set(grader_cases.KINDS) and not set(KINDS) & set(LIMIT_KINDS)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_nbgrader_autograde_gives_the_graders_rows(cli_graded, kind):
+    check_rows(cli_graded, kind)
+
+
+def check_nothing_dropped(graded: dict) -> None:
+    """Every hand-in has its submission in the gradebook; nbgrader removed none."""
     from nbgrader.api import Gradebook
 
-    root = cli_graded["root"]
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
-        graded = {s.student.id for s in gradebook.find_assignment(A).submissions}
-    expected = {row.grader_id for row in cli_graded["rows"].values()}
-    assert graded == expected, f"dropped: {expected - graded}"
-    nb = nbformat.read(root / "autograded" / "truncated" / A / f"{A}.ipynb", as_version=4)
+    with Gradebook(f"sqlite:///{graded['root'] / 'gradebook.db'}") as gradebook:
+        in_gradebook = {s.student.id for s in gradebook.find_assignment(A).submissions}
+    expected = {row.grader_id for row in graded["rows"].values()}
+    assert in_gradebook == expected, f"dropped: {expected - in_gradebook}"
+    assert "Removing failed assignment" not in graded["log"]
+
+
+def test_nothing_is_dropped_and_the_reason_is_in_the_notebook_formgrader_shows(cli_graded):
+    check_nothing_dropped(cli_graded)
+    nb = nbformat.read(cli_graded["root"] / "autograded" / "truncated" / A / f"{A}.ipynb", as_version=4)
     assert nb.cells[0].id == "grader-notes" and "could not be read" in nb.cells[0].source
-    assert "Removing failed assignment" not in cli_graded["log"]
 
 
 def _outputs(root, student):
