@@ -148,9 +148,11 @@ def connect(address: str, jobs: int, resources: dict[str, float] | None = None):
 
     if address == "local":
         # One single-threaded worker process per job, reachable only from this machine,
-        # without a dashboard (no web port opened on a shared machine).
+        # without a dashboard. The scheduler's health/metrics server still listens: on a
+        # free loopback port, not on 8787, which another cluster may hold.
         cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, host="127.0.0.1",
-                               dashboard_address=None, resources=resources)
+                               dashboard_address=None, resources=resources,
+                               scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
         return Client(cluster), cluster
     try:
         return Client(address, timeout="30s"), None

@@ -72,16 +72,75 @@ def course_config(options: Options):
 
 # -- worker processes -------------------------------------------------------------
 _worker_api = None
+# What a worker needs, imported once by the fork server the workers come from.
+WORKER_PRELOAD = ["grader.grade", "grader.pipeline", "grader.execute", "grader.template", "nbgrader.apps.api"]
 
 
-def _start_worker(options: Options) -> None:
+def _worker_context():
+    """Workers come from a fork server that imported the grader once (a spawned worker
+    imports it again; a fork of this process could inherit its threads and event loops
+    half-way) and share one kernel template started here (template.py)."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(WORKER_PRELOAD)
+    return context
+
+
+def _start_early(options: Options) -> None:
+    """Begin starting the fork server and the shared template, without waiting for either."""
+    if _worker_context().get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+    if _template_wanted(options):
+        from . import template
+
+        try:
+            template.template().spawn_early()
+        except OSError:
+            pass  # _start_shared_template tries again
+
+
+def _template_wanted(options: Options) -> bool:
+    """Whether the workers' kernels would come from a template (the course's kernel spec names it)."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    from . import template
+
+    try:
+        spec = KernelSpecManager().get_kernel_spec("python3")
+    except NoSuchKernel:
+        return False
+    named = spec.metadata.get("kernel_provisioner", {}).get("provisioner_name") == template.PROVISIONER_NAME
+    return named and template.enabled_by_environment() and (os.geteuid() == 0 or not options.sandbox)
+
+
+def _start_shared_template(options: Options) -> str | None:
+    """Start the kernel template the workers will share, where their kernels would use one;
+    returns its folder (None: each worker's provisioner decides, and logs why not)."""
+    from . import template
+
+    if not _template_wanted(options):
+        return None
+    shared = template.template()
+    try:
+        shared.ensure_started()
+    except (template.TemplateUnavailable, OSError):
+        return None
+    return shared.folder
+
+
+def _start_worker(options: Options, shared_template: str | None = None) -> None:
     """Build one nbgrader API per worker; its kernels run as a sandbox user of its own."""
     global _worker_api
     import logging
 
-    from . import pipeline
+    from . import pipeline, template
     from .sandbox import claim_uid
 
+    if shared_template:
+        template.adopt(shared_template)
     quiet_nbgrader()
     config = course_config(options)
     # The course's own engine, as nbgrader's CLI and Formgrader run it; --no-sandbox
@@ -154,6 +213,9 @@ def _progress(done: int, total: int, started: float) -> None:
 
 def run(options: Options) -> list[Row]:
     quiet_nbgrader()
+    pooled = options.jobs > 1 and not options.scheduler
+    if pooled:
+        _start_early(options)  # both import in the background while the class is collected
     submissions = collect.collect(options.submissions, options.assignment)
     prepare(options, submissions)
     to_grade = [s for s in submissions if s.source is not None]
@@ -162,7 +224,7 @@ def run(options: Options) -> list[Row]:
     _progress(0, len(to_grade), started)
     tasks = [(options.assignment, s.grader_id) for s in to_grade]
     jobs = max(1, min(options.jobs, len(to_grade)))
-    context = multiprocessing.get_context("spawn")
+    context = _worker_context()
     if not tasks:
         results = iter(())
     elif options.scheduler:
@@ -180,7 +242,8 @@ def run(options: Options) -> list[Row]:
         _start_worker(options)
         results = map(_autograde, tasks)
     else:
-        pool = context.Pool(jobs, initializer=_start_worker, initargs=(options,))
+        shared = _start_shared_template(options)
+        pool = context.Pool(jobs, initializer=_start_worker, initargs=(options, shared))
         results = pool.imap_unordered(_autograde, tasks)
     try:
         for n, (grader_id, ok, message) in enumerate(results, 1):

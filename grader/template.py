@@ -578,17 +578,42 @@ class Template:
 
     start_timeout = 120.0
 
-    def __init__(self):
+    def __init__(self, adopted_folder: str | None = None):
         self.process: subprocess.Popen | None = None
-        self.folder: str | None = None
+        self.folder: str | None = adopted_folder
+        # A template started by the process this one was forked from (the grader's
+        # workers share their parent's): used, never stopped, by this process.
+        self.adopted = adopted_folder is not None
+        self.ready = self.adopted
         self.owner = os.getpid()
         self.lock = threading.Lock()
         self.starts = 0
 
     def alive(self) -> bool:
+        if self.adopted:  # not our child to poll: a failed connect tells (fork() then starts our own)
+            return os.path.exists(os.path.join(self.folder, "socket"))
         return self.process is not None and self.process.poll() is None
 
+    def ensure_started(self) -> None:
+        """Start the template now, or wait for the start spawn_early() began (a parent does,
+        before starting workers that adopt it)."""
+        with self.lock:
+            if not self.alive():
+                self._spawn()
+            if not self.adopted:
+                self._await_ready()
+
     def _start(self) -> None:
+        self._spawn()
+        self._await_ready()
+
+    def spawn_early(self) -> None:
+        """Begin starting the template and return at once (ensure_started() waits for it)."""
+        with self.lock:
+            if not self.alive():
+                self._spawn()
+
+    def _spawn(self) -> None:
         from .sandbox import clean_environment
 
         self.stop()
@@ -599,8 +624,13 @@ class Template:
         self.process = subprocess.Popen(self.command(self.folder), cwd=package_root, env=env, stdin=subprocess.DEVNULL,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         self.starts += 1
+        self.ready = False
         if self.starts > 1:
             log.warning("kernel template: the previous one died; started a new one")
+
+    def _await_ready(self) -> None:
+        if self.ready:
+            return
         ready, _, _ = select.select([self.process.stdout], [], [], self.start_timeout)
         line = self.process.stdout.readline() if ready else b""
         if line != b"ready\n":
@@ -608,11 +638,15 @@ class Template:
             error = self.process.stderr.read().decode(errors="replace").strip().splitlines()
             self.stop()
             raise TemplateUnavailable("the template did not start: " + (error[-1] if error else "no answer"))
+        self.ready = True
 
     def command(self, folder: str) -> list[str]:
         return [sys.executable, "-m", "grader.template", "serve", folder]
 
     def stop(self) -> None:
+        if self.adopted:  # the parent's: let go of it, leave it running
+            self.adopted, self.folder = False, None
+            return
         if self.process is not None:
             if self.process.poll() is None:
                 self.process.kill()
@@ -629,6 +663,8 @@ class Template:
             for attempt in (1, 2):
                 if not self.alive():
                     self._start()
+                elif not self.adopted:
+                    self._await_ready()  # begun by spawn_early()
                 conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 try:
                     conn.connect(os.path.join(self.folder, "socket"))
@@ -667,6 +703,14 @@ def template() -> Template:
 
         atexit.register(_template.stop)
     return _template
+
+
+def adopt(folder: str) -> None:
+    """Fork this process's kernels from the running template at `folder`, which another
+    process of the same user started (the grader's workers use their parent's); should it
+    be gone, the next kernel starts a template of this process's own."""
+    global _template
+    _template = Template(adopted_folder=folder)
 
 
 def enabled_by_environment() -> bool:

@@ -270,3 +270,43 @@ def test_a_kernel_exits_with_its_client():
     else:
         os.kill(init, signal.SIGKILL)
         pytest.fail("the kernel outlived its client")
+
+
+def test_workers_fork_their_kernels_from_one_shared_template(tmp_path):
+    """--jobs 2: the parent starts one template and both workers adopt it; a worker
+    that started a template of its own would pay the imports again."""
+    import threading
+
+    import psutil
+
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for student in ("ana", "ben", "cy", "dee"):
+        nbformat.write(submissions.answered(A), folder / f"{student}.ipynb")
+    me, seen, done = psutil.Process(), {}, threading.Event()
+    SERVING = "-m grader.template serve"  # a template, and the keepers and kernels it forks
+
+    def watch():
+        while not done.is_set():
+            for process in me.children(recursive=True):
+                try:
+                    if SERVING in " ".join(process.cmdline()):
+                        parent = psutil.Process(process.ppid())
+                        if SERVING not in " ".join(parent.cmdline()):  # a template, not a keeper or kernel
+                            seen[process.pid] = parent.pid
+                except psutil.Error:
+                    continue
+            done.wait(0.1)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        root = tmp_path / "course"
+        course.temporary_course(root, [A])
+        rows = grade.run(grade.Options(A, folder, jobs=2, cell_timeout=20, notebook_timeout=120,
+                                       interrupt_grace=4, root=root))
+    finally:
+        done.set()
+        watcher.join()
+    assert {r.status for r in rows} == {"graded"} and {r.score for r in rows} == {FULL}
+    assert set(seen.values()) == {os.getpid()}, f"templates and their parents: {seen} (this process: {os.getpid()})"

@@ -406,4 +406,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as `python -m tools.notebooks`, this file is `__main__`, a second copy beside
+    # the `tools.notebooks` that tools.rules imports: its SourceError would not catch
+    # a RuleError. Hand over to the one module everything else uses.
+    from tools.notebooks import main as canonical_main
+
+    sys.exit(canonical_main())
