@@ -52,6 +52,16 @@ FORK_GUARD = ("get_ipython().events.register('post_run_cell', "
               "_os.getpid() == _pid or _os._exit(0))")
 
 
+def _running(process) -> bool:
+    """Whether a process (psutil.Process) still runs: neither gone nor a zombie."""
+    import psutil
+
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
 def error_output(ename: str, evalue: str) -> NotebookNode:
     return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
 
@@ -159,7 +169,7 @@ class GuardedExecute(Execute):
         if kernel is None:
             return
         try:
-            strays = kernel.children(recursive=True)
+            strays = [p for p in kernel.children(recursive=True) if _running(p)]
         except psutil.Error:
             return
         for stray in strays:
@@ -167,7 +177,11 @@ class GuardedExecute(Execute):
                 stray.kill()
             except psutil.Error:
                 pass
-        psutil.wait_procs(strays, timeout=2)
+        # Killed is dead enough: a zombie waits for the kernel to reap it, which it may
+        # never do (waiting for zombies to vanish cost 2 s in every later cell).
+        deadline = time.monotonic() + 2
+        while any(_running(p) for p in strays) and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def _use_sandbox(self) -> bool:
         if not self.sandbox:
