@@ -274,7 +274,9 @@ def test_a_kernel_exits_with_its_client():
 
 def test_workers_fork_their_kernels_from_one_shared_template(tmp_path):
     """--jobs 2: the parent starts one template and both workers adopt it; a worker
-    that started a template of its own would pay the imports again."""
+    that started a template of its own would pay the imports again. A template's
+    command line names its folder, and the keepers and kernels it forks keep that
+    command line: every one seen during the run must name the parent's template."""
     import threading
 
     import psutil
@@ -283,20 +285,18 @@ def test_workers_fork_their_kernels_from_one_shared_template(tmp_path):
     folder.mkdir()
     for student in ("ana", "ben", "cy", "dee"):
         nbformat.write(submissions.answered(A), folder / f"{student}.ipynb")
-    me, seen, done = psutil.Process(), {}, threading.Event()
-    SERVING = "-m grader.template serve"  # a template, and the keepers and kernels it forks
+    me, folders, done = psutil.Process(), set(), threading.Event()
 
     def watch():
         while not done.is_set():
             for process in me.children(recursive=True):
                 try:
-                    if SERVING in " ".join(process.cmdline()):
-                        parent = psutil.Process(process.ppid())
-                        if SERVING not in " ".join(parent.cmdline()):  # a template, not a keeper or kernel
-                            seen[process.pid] = parent.pid
+                    command = process.cmdline()
                 except psutil.Error:
                     continue
-            done.wait(0.1)
+                if command[1:4] == ["-m", "grader.template", "serve"]:
+                    folders.add(command[4])
+            done.wait(0.05)
 
     watcher = threading.Thread(target=watch)
     watcher.start()
@@ -309,4 +309,5 @@ def test_workers_fork_their_kernels_from_one_shared_template(tmp_path):
         done.set()
         watcher.join()
     assert {r.status for r in rows} == {"graded"} and {r.score for r in rows} == {FULL}
-    assert set(seen.values()) == {os.getpid()}, f"templates and their parents: {seen} (this process: {os.getpid()})"
+    assert folders == {template.template().folder}, \
+        f"templates seen: {sorted(folders)}; this process's: {template.template().folder}"
