@@ -11,10 +11,12 @@ course's `python3` kernel spec (installed into the environment by
 provisioner `course-kernel-template` (an entry point of this package), so
 nbval, `nbgrader validate`/`autograde`, Formgrader, JupyterLab and the grader's
 workers all start kernels through `TemplateProvisioner`. Each client process
-gets its own template, started on its first kernel. When the template cannot
-serve a kernel (not this Python's ipykernel, a sandbox asked for without root,
-the template failed to start, `GRADER_KERNEL_TEMPLATE=off`), the provisioner
-logs why and starts the kernel normally, as Jupyter's own provisioner does.
+gets its own template, started on its first kernel; the grader's pool workers
+adopt their parent's instead (`adopt`), so a grading run imports torch once.
+When the template cannot serve a kernel (not this Python's ipykernel, a
+sandbox asked for without root, the template failed to start,
+`GRADER_KERNEL_TEMPLATE=off`), the provisioner logs why and starts the kernel
+normally, as Jupyter's own provisioner does.
 
 Processes, for one kernel::
 
