@@ -2,6 +2,7 @@
 and keep stored notebooks clean."""
 import json
 import os
+import re
 
 import nbformat
 import pytest
@@ -101,3 +102,9 @@ def test_readme_lesson_table_comes_from_the_headers(demo_lesson):
     exercise.write_text(exercise.read_text().replace("Exercise 99: Demo", "Exercise 99: Demo v2"))
     notebooks.build(["99_demo"], run=False)
     assert "README.md's lesson table differs from the lessons; run make notebooks" in notebooks.drift()
+
+
+def test_readme_opens_with_set_up_and_open_then_set_up_and_test():
+    """README's promise to a newcomer: its first two commands are `make lab` and `make test`."""
+    commands = re.findall(r"^(?:sudo )?make \S+", (ROOT / "README.md").read_text(encoding="utf-8"), re.MULTILINE)
+    assert commands[:2] == ["make lab", "make test"], f"README's first commands are {commands[:2]}"
