@@ -87,42 +87,29 @@ def _worker_context():
     return context
 
 
-def _start_early(options: Options) -> None:
-    """Begin starting the fork server and the shared template, without waiting for either."""
-    if _worker_context().get_start_method() == "forkserver":
+def _start_early(options: Options, context) -> bool:
+    """Begin starting the fork server and, where the workers' kernels would come from one, the
+    template they will share, without waiting for either; returns whether a template was begun."""
+    from . import template
+
+    if context.get_start_method() == "forkserver":
         from multiprocessing import forkserver
 
         forkserver.ensure_running()
-    if _template_wanted(options):
-        from . import template
-
-        try:
-            template.template().spawn_early()
-        except OSError:
-            pass  # _start_shared_template tries again
-
-
-def _template_wanted(options: Options) -> bool:
-    """Whether the workers' kernels would come from a template (the course's kernel spec names it)."""
-    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
-
-    from . import template
-
-    try:
-        spec = KernelSpecManager().get_kernel_spec("python3")
-    except NoSuchKernel:
+    if not template.kernels_would_fork(sandboxed=options.sandbox):
         return False
-    named = spec.metadata.get("kernel_provisioner", {}).get("provisioner_name") == template.PROVISIONER_NAME
-    return named and template.enabled_by_environment() and (os.geteuid() == 0 or not options.sandbox)
+    try:
+        template.template().spawn_early()
+    except OSError:
+        pass  # _shared_template tries again
+    return True
 
 
-def _start_shared_template(options: Options) -> str | None:
-    """Start the kernel template the workers will share, where their kernels would use one;
-    returns its folder (None: each worker's provisioner decides, and logs why not)."""
+def _shared_template() -> str | None:
+    """The folder of the template _start_early began, once it is ready (None: it did not start;
+    each worker's provisioner then tries, and logs why it starts kernels normally)."""
     from . import template
 
-    if not _template_wanted(options):
-        return None
     shared = template.template()
     try:
         shared.ensure_started()
@@ -213,9 +200,9 @@ def _progress(done: int, total: int, started: float) -> None:
 
 def run(options: Options) -> list[Row]:
     quiet_nbgrader()
-    pooled = options.jobs > 1 and not options.scheduler
-    if pooled:
-        _start_early(options)  # both import in the background while the class is collected
+    context = _worker_context()
+    # Both import in the background while the class is collected.
+    templated = options.jobs > 1 and not options.scheduler and _start_early(options, context)
     submissions = collect.collect(options.submissions, options.assignment)
     prepare(options, submissions)
     to_grade = [s for s in submissions if s.source is not None]
@@ -224,7 +211,6 @@ def run(options: Options) -> list[Row]:
     _progress(0, len(to_grade), started)
     tasks = [(options.assignment, s.grader_id) for s in to_grade]
     jobs = max(1, min(options.jobs, len(to_grade)))
-    context = _worker_context()
     if not tasks:
         results = iter(())
     elif options.scheduler:
@@ -242,7 +228,7 @@ def run(options: Options) -> list[Row]:
         _start_worker(options)
         results = map(_autograde, tasks)
     else:
-        shared = _start_shared_template(options)
+        shared = _shared_template() if templated else None
         pool = context.Pool(jobs, initializer=_start_worker, initargs=(options, shared))
         results = pool.imap_unordered(_autograde, tasks)
     try:

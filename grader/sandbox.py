@@ -39,8 +39,8 @@ TRUSTED_HINT = (INSTALL_ADVICE + ". Only if every submission is trusted code, le
 SYSTEM_FOLDERS = ("/usr", "/etc", "/opt/conda")
 FIRST_UID = 64000
 HOSTNAME = "grader"
-# Each grading process (a grader worker, nbgrader autograde, Formgrader's server)
-# claims a uid of its own from here, clear of the Dask workers' slots.
+# Each grading process (a grader or Dask worker, nbgrader autograde, Formgrader's
+# server) claims a uid of its own from here (claim_uid).
 CLAIMED_UIDS = range(FIRST_UID + 1000, FIRST_UID + 2000)
 _claimed: dict = {}
 # The only variables a student's kernel gets from the grader's environment
@@ -139,11 +139,12 @@ def limits(*, memory_mb: int, max_processes: int, file_mb: int) -> dict[str, int
 
 
 def command(inner: list[str], scratch: str, sockets: str, *, memory_mb: int, max_processes: int,
-            file_mb: int, uid: int | None) -> list[str]:
-    """The bwrap command line that runs `inner` in a sandbox around `scratch`."""
+            file_mb: int, uid: int | None, steps: list[tuple] | None = None) -> list[str]:
+    """The bwrap command line that runs `inner` in a sandbox around `scratch`
+    (`steps`: its layout(scratch, sockets), where the caller has it already)."""
     args = ["bwrap", "--die-with-parent", "--clearenv", "--unshare-net", "--unshare-pid", "--unshare-ipc",
             "--unshare-uts", "--unshare-cgroup-try", "--hostname", HOSTNAME]
-    for step in layout(scratch, sockets):
+    for step in steps if steps is not None else layout(scratch, sockets):
         kind = step[0]
         if kind in ("dev", "proc"):
             args += ["--" + kind, step[1]]
@@ -207,12 +208,13 @@ class SandboxedKernelManager(AsyncKernelManager):
                 os.chown(path, uid, uid)
             os.chmod(self._sockets, 0o711)
             os.chmod(scratch, 0o711)
-        self.sandbox_spec = {"layout": layout(scratch, self._sockets), "chdir": scratch, "uid": uid,
+        steps = layout(scratch, self._sockets)
+        self.sandbox_spec = {"layout": steps, "chdir": scratch, "uid": uid,
                              "hostname": HOSTNAME, "limits": limits(memory_mb=self.memory_mb,
                                                                     max_processes=self.max_processes,
                                                                     file_mb=self.file_mb)}
         return command(cmd, scratch, self._sockets, memory_mb=self.memory_mb,
-                       max_processes=self.max_processes, file_mb=self.file_mb, uid=uid)
+                       max_processes=self.max_processes, file_mb=self.file_mb, uid=uid, steps=steps)
 
     async def _async_start_kernel(self, **kw):
         # What a student's kernel prints outside cells is not the grader's output.

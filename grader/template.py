@@ -602,8 +602,7 @@ class Template:
         with self.lock:
             if not self.alive():
                 self._spawn()
-            if not self.adopted:
-                self._await_ready()
+            self._await_ready()
 
     def _start(self) -> None:
         self._spawn()
@@ -665,8 +664,8 @@ class Template:
             for attempt in (1, 2):
                 if not self.alive():
                     self._start()
-                elif not self.adopted:
-                    self._await_ready()  # begun by spawn_early()
+                else:
+                    self._await_ready()  # begun by spawn_early() (an adopted one is ready)
                 conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 try:
                     conn.connect(os.path.join(self.folder, "socket"))
@@ -719,6 +718,24 @@ def enabled_by_environment() -> bool:
     return os.environ.get(SWITCH, "on").strip().lower() not in ("0", "off", "false", "no")
 
 
+def can_sandbox() -> bool:
+    """Whether a template can build a sandboxed kernel's namespaces here (root on x86_64 or aarch64)."""
+    return os.geteuid() == 0 and SYS_PIVOT_ROOT is not None
+
+
+def kernels_would_fork(sandboxed: bool, kernel_name: str = "python3") -> bool:
+    """Whether this environment's `kernel_name` kernels come from a template: its kernel spec
+    names the provisioner, the template is not switched off, and a sandbox can be built."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        spec = KernelSpecManager().get_kernel_spec(kernel_name)
+    except NoSuchKernel:
+        return False
+    named = spec.metadata.get("kernel_provisioner", {}).get("provisioner_name") == PROVISIONER_NAME
+    return named and enabled_by_environment() and (not sandboxed or can_sandbox())
+
+
 def _fd(value, default: int) -> tuple[int, bool]:
     """A Popen-style stream argument as a file descriptor to pass, and whether we opened it."""
     if value is None:
@@ -740,7 +757,7 @@ class TemplateProvisioner(LocalProvisioner):
         if len(argv) < 3 or argv[1:3] != ["-m", LAUNCHER] or \
                 os.path.realpath(shutil.which(argv[0]) or argv[0]) != os.path.realpath(sys.executable):
             return f"the kernel command is not this Python's ipykernel: {' '.join(argv[:3])}"
-        if sandbox is not None and (os.geteuid() != 0 or sandbox.get("uid") is None or SYS_PIVOT_ROOT is None):
+        if sandbox is not None and (not can_sandbox() or sandbox.get("uid") is None):
             return "a sandboxed kernel needs the grader to run as root on x86_64 or aarch64 Linux"
         return None
 
