@@ -223,6 +223,8 @@ assert len({id(m) for m in _stack}) == 4, \
     "The same module object appears more than once: call factory() once per layer instead of repeating one result."
 assert len({p.data_ptr() for p in _stack.parameters()}) == 8, \
     "Some layers share parameters: each layer needs its own factory() call."
+assert not torch.equal(_stack[0].weight, _stack[1].weight), \
+    "The layers start from identical weights: call factory() once per layer instead of copying one layer."
 ### BEGIN HIDDEN TESTS
 _calls = []
 def _counting_factory():
@@ -283,6 +285,8 @@ assert len(list(_net.buffers())) == 1 and list(_net.buffers())[0].shape == (20, 
     "Expected one (20, 20) buffer: register the constant weight with register_buffer."
 assert len(list(_net.parameters())) == 2, \
     "Only the linear layer's weight and bias should be parameters: is the constant an nn.Parameter, or are there two linear layers?"
+assert all(name in _net.state_dict() for name, _ in _net.named_buffers()), \
+    "The constant weight is missing from the state_dict, so a saved model would lose it: register a persistent buffer (no persistent=False)."
 _y = _net(_X)
 assert _y.dim() == 0, f"forward should return a scalar (0-dim tensor), got shape {tuple(_y.shape)}."
 assert abs(_y.item()) <= 1 + 1e-6, "After the loop the absolute sum is at most 1: is the while-loop there?"
@@ -319,8 +323,8 @@ torch.manual_seed(6)
 _net = FixedHiddenMLP(7)
 _X = torch.rand(3, 7) * 10
 assert list(_net.buffers())[0].shape == (7, 7), "The constant weight should be (in_features, in_features)."
-assert any(t.shape == (7, 7) and not isinstance(t, nn.Parameter) for t in _net.state_dict().values()), \
-    "The constant weight should be saved in the state_dict (a buffer)."
+assert [name for name, _ in _net.named_buffers() if name in _net.state_dict()] != [], \
+    "The constant weight should be saved in the state_dict (a persistent buffer)."
 _y = _net(_X)
 assert torch.allclose(_y, _reference(_net, _X)), "The output differs from the specified computation."
 assert abs(_y.item()) <= 1 + 1e-6, "After the loop the absolute sum is at most 1: is the while-loop there?"
@@ -346,12 +350,23 @@ assert torch.allclose(_big(_Z), _reference(_big, _Z)), "The output differs on a 
 
 # %% manual [markdown] grade_id="plain_list_answer" points=2
 # `nn.Module` only registers modules assigned directly as attributes (or added
-# with `add_module`); a list hides them. So `parameters()` is empty and an
-# optimizer built from it trains nothing; `state_dict()` saves none of the
-# weights, so a saved model restores untrained layers; `.to(device)` and
-# `.double()` skip them, which breaks on a GPU with a device-mismatch error;
-# `print(net)` and `net.train()`/`net.eval()` do not reach them either. Use
-# `nn.ModuleList` or `add_module`.
+# with `add_module`); a list hides them. What follows depends on whether the
+# model registers anything else.
+#
+# - If every layer sits in the list, `parameters()` is empty and you notice at
+#   once: `torch.optim.SGD(net.parameters(), lr=0.1)` raises
+#   `ValueError: optimizer got an empty parameter list`.
+# - If other layers are registered (say a head assigned as an attribute), the
+#   optimizer is built from those alone and training runs without an error;
+#   the loss may even fall, but the hidden layers never change. You notice
+#   late: when you count or inspect the parameters, or when results stay poor.
+#
+# The listed layers are also missing from `state_dict()`, so a saved and
+# reloaded model comes back with fresh random layers (you notice when its
+# accuracy collapses after loading); `.to(device)` and `.double()` skip them,
+# so on a GPU the first forward pass fails with a device-mismatch error;
+# `print(net)` does not show them, and `net.train()`/`net.eval()` do not reach
+# their dropout or batch-norm layers. Use `nn.ModuleList` or `add_module`.
 
 # %% [markdown]
 # ## Summary

@@ -46,11 +46,30 @@ net(X).shape
 
 # %% [markdown]
 # `net(X)` does not call `forward` directly. It goes through
-# `nn.Module.__call__`, which runs any registered hooks around `forward`. Always
-# call the module, never `net.forward(X)`, or hooks are skipped silently.
+# `nn.Module.__call__`, which runs any registered hooks around `forward`. With
+# no hooks the two give the same result:
 
 # %%
 torch.equal(net(X), net.forward(X))
+
+# %% [markdown]
+# Hooks are how other code attaches itself to a module without editing it:
+# lazy layers (lesson 4) create their weights in a pre-hook, pruning
+# (`torch.nn.utils.prune`) recomputes the masked weight in one before every
+# call, and quantization tools record activations in hooks. A forward hook may
+# even replace the output. Here one doubles it: `net(X)` runs the hook,
+# `net.forward(X)` skips it silently. Always call the module.
+
+# %%
+def double_output(module, inputs, output):
+    return 2 * output  # a forward hook that returns a value replaces the output
+
+
+handle = net.register_forward_hook(double_output)
+print("net(X) equals net.forward(X):    ", torch.equal(net(X), net.forward(X)))
+print("net(X) equals 2 * net.forward(X):", torch.equal(net(X), 2 * net.forward(X)))
+handle.remove()
+print("after handle.remove():           ", torch.equal(net(X), net.forward(X)))
 
 # %% [markdown]
 # ## Writing a block
@@ -88,14 +107,27 @@ for name, child in mlp.named_children():
     print(name, "->", child)
 
 # %% [markdown]
-# `add_module(name, module)` registers a child under any string name, which is
-# how containers build children in a loop.
+# `add_module(name, module)` registers a child under a name computed at run
+# time, which is how containers build children in a loop.
 
 # %%
 block = nn.Module()
 for i in range(3):
     block.add_module(f"layer{i}", nn.Linear(4, 4))
 [name for name, _ in block.named_children()]
+
+# %% [markdown]
+# Not every string is a valid name. Dots separate the levels of a qualified
+# name such as `layer0.weight`, so a name cannot contain one; it cannot be
+# empty; and it cannot be an attribute the block already has (`forward`,
+# `training`). Each of these raises `KeyError`. Spaces and digits are fine.
+
+# %%
+for name in ["layer.3", "", "forward", "training"]:
+    try:
+        block.add_module(name, nn.Linear(4, 4))
+    except KeyError as error:
+        print(f"{name!r:10} KeyError: {error.args[0]}")
 
 # %% [markdown]
 # ## A sequential container from scratch
@@ -267,16 +299,36 @@ print(chimera)
 # %% [markdown]
 # ## The price of Python
 #
-# Every module call and every tensor operation passes through Python. For big
-# tensors that overhead is invisible; for many tiny ones it dominates. Below,
-# the same arithmetic is done as `n` separate small matrix products and as one
-# batched product. Timing uses `torch.utils.benchmark.Timer` (on one thread by
-# default): it runs the statement in blocks long enough that the clock's own
-# cost is negligible, repeats the blocks, and we keep the fastest block, the one
-# least disturbed by whatever else the machine is doing. (Timings vary by
-# machine, so the plot's cell output is not compared.)
+# Every call of a tensor operation pays a fixed cost before any arithmetic:
+# Python runs the call and wraps the result in a Python object, PyTorch's
+# dispatcher picks the kernel for the tensors' device, dtype and autograd
+# state, and memory is allocated for the output (on a GPU, launching the kernel
+# comes on top). For big tensors that cost is invisible; for many tiny ones it
+# is nearly all of the time. Below, the same arithmetic, `n` element-wise
+# products of 8x8 matrices, is done three ways:
+#
+# - a Python loop, one multiplication per pair;
+# - one call of `torch._foreach_mul`, which runs that loop in C++ (the
+#   optimizers in `torch.optim` use these *foreach* operations). On a CPU it
+#   still calls the multiplication once per pair, so only the Python part of
+#   the cost goes away; dispatch and allocation remain;
+# - one batched multiplication of the stacked `(n, 8, 8)` tensors, which pays
+#   the fixed cost once.
+#
+# Timing uses `torch.utils.benchmark.Timer` (on one thread by default): it runs
+# the statement in blocks long enough that the clock's own cost is negligible,
+# repeats the blocks, and we keep the fastest block, the one least disturbed by
+# whatever else the machine is doing. (Timings vary by machine, so the plot's
+# cell output is not compared.)
 
 # %%
+import logging
+
+# On a CUDA build of PyTorch running without a GPU (Colab's CPU runtime, say),
+# importing the benchmark module logs "No CUDA runtime is found". That message
+# is about compiling C++ extensions, which this lesson never does, so we quiet
+# the one logger that sends it before importing.
+logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
 from torch.utils import benchmark
 
 
@@ -288,30 +340,33 @@ def seconds(stmt, **names):
 
 torch.manual_seed(0)
 sizes = [16, 64, 256, 1024]
-loop_times, batch_times = [], []
+python_times, cpp_times, batch_times = [], [], []
 for n in sizes:
     A, B = torch.randn(n, 8, 8), torch.randn(n, 8, 8)
-    assert torch.allclose(torch.stack([A[i] @ B[i] for i in range(n)]), torch.bmm(A, B), atol=1e-6)
-    loop_times.append(seconds("[A[i] @ B[i] for i in range(n)]", A=A, B=B, n=n))
-    batch_times.append(seconds("torch.bmm(A, B)", A=A, B=B, torch=torch))
+    As, Bs = list(A.unbind()), list(B.unbind())  # n separate 8x8 tensors each
+    assert torch.equal(torch.stack([a * b for a, b in zip(As, Bs)]), A * B)
+    assert torch.equal(torch.stack(torch._foreach_mul(As, Bs)), A * B)
+    python_times.append(seconds("[a * b for a, b in zip(As, Bs)]", As=As, Bs=Bs))
+    cpp_times.append(seconds("torch._foreach_mul(As, Bs)", As=As, Bs=Bs, torch=torch))
+    batch_times.append(seconds("A * B", A=A, B=B))
 
 # %% tags=["nbval-ignore-output"]
 fig, ax = plt.subplots()
-ax.loglog(sizes, [t * 1e3 for t in loop_times], "o-", label="n separate 8x8 products (Python loop)")
-ax.loglog(sizes, [t * 1e3 for t in batch_times], "s-", label="one batched product (torch.bmm)")
+ax.loglog(sizes, [t * 1e3 for t in python_times], "o-", label="Python loop, one product per pair")
+ax.loglog(sizes, [t * 1e3 for t in cpp_times], "^-", label="loop in C++ (torch._foreach_mul)")
+ax.loglog(sizes, [t * 1e3 for t in batch_times], "s-", label="one batched product (A * B)")
 ax.set_title("Many tiny operations vs one batched operation (CPU)")
-ax.set_xlabel("number of 8x8 matrix products n")
+ax.set_xlabel("number of 8x8 element-wise products n")
 ax.set_ylabel("time per call (ms, fastest block)")
 ax.legend()
 plt.show()
-assert all(t > 0 for t in loop_times + batch_times)
-# The sentence follows the measurement, so it is true whatever the machine did.
-ratio = loop_times[-1] / batch_times[-1]
-if ratio >= 1:
-    print(f"at n={sizes[-1]}: the Python loop took {ratio:.1f} times as long as one batched call")
-else:
-    print(f"at n={sizes[-1]}: this time one batched call took {1 / ratio:.1f} times as long as the loop;"
-          " the machine was disturbed while timing, run the cell again")
+assert all(t > 0 for t in python_times + cpp_times + batch_times)
+# The sentences follow the measurement, so they are true whatever the machine did.
+n = sizes[-1]
+print(f"at n={n}, per product: Python loop {python_times[-1] / n * 1e6:.2f} us,"
+      f" C++ loop {cpp_times[-1] / n * 1e6:.2f} us, batched {batch_times[-1] / n * 1e6:.3f} us")
+print(f"moving the loop into C++ saved {1 - cpp_times[-1] / python_times[-1]:.0%} of the Python loop's time;"
+      f" batching saved {1 - batch_times[-1] / python_times[-1]:.1%}")
 
 # %% [markdown]
 # ## Summary
@@ -324,6 +379,8 @@ else:
 #   `children()`, which yields a module passed twice only once.
 # - `forward` is Python: reuse a layer to share weights, loop, branch.
 # - Constants that belong to the model are buffers (`register_buffer`).
-# - Batch small operations: Python overhead per call is paid every time.
+# - Batch small operations: every call pays Python, the dispatcher and an
+#   allocation (plus a kernel launch on a GPU); a loop moved into C++ still
+#   pays all but the Python part for every call.
 #
 # Next: the exercise, `exercises/01_blocks/01_blocks.ipynb`.

@@ -324,3 +324,26 @@ class MySequential(nn.Module):
 
     def __len__(self):
         return len(self._modules)
+
+# %% wrong id=FixedHiddenMLP -- registers the constant as a non-persistent buffer, so the state_dict leaves it out
+class FixedHiddenMLP(nn.Module):
+    def __init__(self, in_features=20):
+        super().__init__()
+        self.register_buffer("rand_weight", torch.rand(in_features, in_features), persistent=False)
+        self.linear = nn.Linear(in_features, in_features)
+
+    def forward(self, X):
+        X = self.linear(X)
+        X = F.relu(X @ self.rand_weight + 1)
+        X = self.linear(X)
+        while X.abs().sum() > 1:
+            X = X / 2
+        return X.sum()
+
+# %% wrong id=make_stack -- deep-copies one factory() result, so every layer starts from the same weights
+import copy
+
+
+def make_stack(factory, n):
+    first = factory()
+    return nn.Sequential(*(copy.deepcopy(first) for _ in range(n)))
