@@ -26,14 +26,8 @@
 # Use only `torch`, the standard library, `numpy` and `matplotlib`.
 
 # %%
-import warnings
-
 import torch
 from torch import nn
-
-# Older PyTorch releases warned whenever a lazy layer was built; torch 2.13 does
-# not. Silencing exactly that message keeps the output clean on any version.
-warnings.filterwarnings("ignore", message="Lazy modules are a new feature", category=UserWarning)
 
 _ = torch.manual_seed(0)  # the same random examples on every run
 
@@ -41,10 +35,16 @@ _ = torch.manual_seed(0)  # the same random examples on every run
 # ## 1. Is anything still lazy?
 #
 # Write `has_uninitialized_params(module)`: it returns `True` while **any**
-# parameter of `module`, or of any module inside it, is still a lazy
-# placeholder (`torch.nn.parameter.UninitializedParameter`), and `False`
-# otherwise. A placeholder stops being lazy as soon as it gets a shape: after the
-# first forward pass, or when a `state_dict` is loaded into it.
+# parameter or buffer of `module`, or of any module inside it, is still a lazy
+# placeholder, and `False` otherwise. Parameters wait as
+# `torch.nn.parameter.UninitializedParameter`, buffers as
+# `torch.nn.parameter.UninitializedBuffer`: a `LazyBatchNorm1d(affine=False)`
+# has no parameters at all, but its running statistics are lazy buffers, so it
+# counts as lazy (torch's own `has_uninitialized_params()` method of a lazy
+# layer counts buffers too). A placeholder stops being lazy as soon as it gets a
+# shape: after the first forward pass, or when a `state_dict` is loaded into it.
+# The module's class is no guide: after `load_state_dict` a `LazyLinear` keeps
+# its class until its first call, though its weights are real.
 #
 # Hint: a placeholder cannot tell you its shape or size; test what kind of
 # object it is.
@@ -52,13 +52,19 @@ _ = torch.manual_seed(0)  # the same random examples on every run
 # %% answer grade_id="has_uninitialized_params"
 def has_uninitialized_params(module):
     ### BEGIN SOLUTION
-    return any(isinstance(p, nn.parameter.UninitializedParameter) for p in module.parameters())
+    placeholders = (nn.parameter.UninitializedParameter, nn.parameter.UninitializedBuffer)
+    tensors = [*module.parameters(), *module.buffers()]
+    return any(isinstance(t, placeholders) for t in tensors)
     ### END SOLUTION
 
 # %% tests grade_id="test_has_uninitialized_params" points=2
 _net = nn.Sequential(nn.LazyLinear(4), nn.ReLU(), nn.LazyLinear(2))
-assert has_uninitialized_params(_net) is True, \
-    "A network of fresh lazy layers still has placeholders: expected True."
+try:
+    _result = has_uninitialized_params(_net)
+except ValueError as _error:
+    raise AssertionError("A placeholder cannot tell its size or shape (that raises ValueError): "
+                         "test what kind of object each parameter is instead.") from _error
+assert _result is True, "A network of fresh lazy layers still has placeholders: expected True."
 with torch.no_grad():
     _net(torch.zeros(1, 3))
 assert has_uninitialized_params(_net) is False, \
@@ -67,6 +73,19 @@ assert has_uninitialized_params(nn.Linear(3, 2)) is False, "A sized nn.Linear ha
 _mixed = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.LazyLinear(2))
 assert has_uninitialized_params(_mixed) is True, \
     "One lazy layer among sized ones is enough for True: are you requiring all parameters to be lazy?"
+_stats = nn.LazyBatchNorm1d(affine=False)  # no parameters, two lazy buffers
+assert has_uninitialized_params(_stats) is True, \
+    "LazyBatchNorm1d(affine=False) has lazy buffers (UninitializedBuffer): look at module.buffers() too."
+_stats.eval()
+with torch.no_grad():
+    _stats(torch.zeros(2, 4))
+assert has_uninitialized_params(_stats) is False, \
+    "After a forward pass the lazy buffers have shapes too: expected False."
+_loaded = nn.LazyLinear(3)
+_loaded.load_state_dict(nn.Linear(4, 3).state_dict())
+assert has_uninitialized_params(_loaded) is False, \
+    "A lazy layer whose weights were loaded from a state_dict has real weights (its class is still LazyLinear " \
+    "until its first call): test the parameters, not the module's class."
 ### BEGIN HIDDEN TESTS
 assert has_uninitialized_params(nn.ReLU()) is False, "A module without parameters has nothing lazy: expected False."
 assert has_uninitialized_params(nn.Sequential()) is False, "An empty container has nothing lazy: expected False."
@@ -74,10 +93,19 @@ _deep = nn.Sequential(nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.LazyLinear
 assert has_uninitialized_params(_deep) is True, \
     "A lazy layer nested two containers deep was missed: look at all parameters, not just the top module's own."
 assert has_uninitialized_params(nn.LazyLinear(5)) is True, "A single fresh LazyLinear is lazy: expected True."
-_loaded = nn.LazyLinear(3)
-_loaded.load_state_dict(nn.Linear(4, 3).state_dict())
+_loaded = nn.LazyConv2d(2, 3)
+_loaded.load_state_dict(nn.Conv2d(4, 2, 3).state_dict())
 assert has_uninitialized_params(_loaded) is False, \
-    "A lazy layer whose weights were loaded from a state_dict has real weights now: test the parameters, not the module's class."
+    "A lazy convolution whose weights were loaded from a state_dict has real weights: test the parameters, not the class."
+_deep_stats = nn.Sequential(nn.Linear(3, 5), nn.Sequential(nn.ReLU(), nn.LazyBatchNorm1d(affine=False)))
+assert has_uninitialized_params(_deep_stats) is True, \
+    "A lazy buffer nested inside sized layers was missed: look at every buffer, not just the top module's own."
+_loaded_stats = nn.LazyBatchNorm2d(affine=False)
+_loaded_stats.load_state_dict(nn.BatchNorm2d(6, affine=False).state_dict())
+assert has_uninitialized_params(_loaded_stats) is False, \
+    "Lazy buffers loaded from a state_dict have shapes now: expected False."
+assert has_uninitialized_params(nn.BatchNorm1d(4)) is False, \
+    "A sized BatchNorm has ordinary buffers (running statistics), nothing lazy: expected False."
 _conv = nn.Sequential(nn.LazyConv2d(2, 3), nn.Flatten(), nn.Linear(8, 1))
 assert has_uninitialized_params(_conv) is True, "A lazy convolution is lazy too: expected True."
 _result = has_uninitialized_params(_net)
@@ -91,12 +119,24 @@ assert isinstance(_result, bool), f"Return a plain bool, not {type(_result).__na
 #
 # 1. materialize every lazy parameter with a dry forward pass of `example_input`
 #    through `net`, **without recording gradients** and **in eval mode**, so that
-#    BatchNorm layers neither update their running statistics nor reject a batch
-#    of one; afterwards every submodule is back in the training mode it had
-#    before (a net in `train()` stays in `train()`, one in `eval()` stays in
-#    `eval()`);
-# 2. then, if `init_fn` is given, apply it to every submodule with `net.apply`;
-# 3. return `net`.
+#    BatchNorm layers neither update their running statistics nor reject an
+#    input with one value per channel (such as one sample);
+# 2. give every submodule back its **own** previous training mode, in a
+#    `try`/`finally`, so that this happens **also when the dry run raises**;
+#    the error itself still reaches the caller (do not catch it);
+# 3. then, if `init_fn` is given, apply it to every submodule with `net.apply`;
+# 4. return `net`.
+#
+# Remember the mode of every submodule (`net.modules()`), not just of `net`, and
+# restore each one; calling `net.train()` afterwards is not the same. For
+# example:
+#
+# ```python
+# net = nn.Sequential(nn.LazyLinear(4), nn.LazyBatchNorm1d(), nn.ReLU())  # in train() when built
+# net[1].eval()                      # BatchNorm frozen on purpose, e.g. for fine-tuning
+# apply_init(net, torch.randn(1, 3))
+# net.training, net[1].training      # (True, False): each module got its own mode back
+# ```
 #
 # Call the network as `net(example_input)`: a lazy layer fills in its shape in
 # a forward pre-hook, and `net.forward(...)` skips the hooks of `net` itself (so
@@ -159,29 +199,62 @@ apply_init(_net, torch.zeros(1, 6))
 assert _grad_modes, \
     "A forward hook on the network itself never ran: call net(example_input); net.forward(example_input) skips net's own hooks."
 assert not any(_grad_modes), "The dry run recorded gradients: wrap the forward pass in torch.no_grad()."
+assert all(p.grad is None for p in _net.parameters()), "The dry run should leave no gradients behind."
+
+_sized = nn.Linear(3, 2)
+_before = _sized.weight.detach().clone()
+apply_init(_sized, torch.zeros(4, 3))
+assert torch.equal(_sized.weight, _before), "Without init_fn the weights of a sized layer must stay as they were."
 
 _bn = nn.Sequential(nn.LazyLinear(4), nn.LazyBatchNorm1d(), nn.ReLU(), nn.LazyLinear(1))
-apply_init(_bn, torch.randn(1, 6) + 5)  # a batch of one, far from zero mean
+try:
+    apply_init(_bn, torch.randn(1, 6) + 5)  # one sample (one value per channel), far from zero mean
+except ValueError as _error:
+    raise AssertionError("BatchNorm rejected a single sample: the dry run ran in training mode; "
+                         "switch the network to eval mode (net.eval()) for it.") from _error
 assert int(_bn[1].num_batches_tracked) == 0 and bool((_bn[1].running_mean == 0).all()), \
     "The dry run changed BatchNorm's running statistics: run it in eval mode (net.eval()), no_grad alone does not stop them."
-assert _bn.training and _bn[1].training, \
-    "The network was in training mode before apply_init and should be again afterwards: restore the mode."
+assert all(m.training for m in _bn.modules()), \
+    "The network and all its submodules were in training mode before apply_init and should be again afterwards: " \
+    "restore the mode of every submodule, not just of net."
+
+_frozen_bn = nn.Sequential(nn.LazyLinear(4), nn.LazyBatchNorm1d(), nn.ReLU())
+_frozen_bn[1].eval()  # one submodule in eval inside a net in train()
+apply_init(_frozen_bn, torch.randn(1, 3))
+assert _frozen_bn.training and _frozen_bn[0].training and not _frozen_bn[1].training, \
+    "Each submodule should get back its own mode (the BatchNorm was in eval, the rest in train): remember " \
+    "module.training for every module in net.modules() and restore each, instead of calling net.train()."
+
+_failing = nn.Sequential(nn.LazyLinear(3), nn.Linear(5, 1))  # 3 features out, 5 expected: the dry run raises
+try:
+    apply_init(_failing, torch.zeros(2, 4))
+except RuntimeError:
+    pass
+else:
+    raise AssertionError("The dry run of a network whose widths do not fit raised no error: "
+                         "let the error reach the caller (try/finally, without an except that swallows it).")
+assert _failing.training and _failing[0].training and _failing[1].training, \
+    "When the dry run raises, the network should still get its training mode back: restore it in a finally block."
 
 # The net still trains: a few SGD steps on a fixed batch lower the loss.
 torch.manual_seed(3)
 _X, _y = torch.randn(16, 6), torch.randn(16, 1)
 _optimizer = torch.optim.SGD(_bn.parameters(), lr=0.05)
 _losses = []
-for _ in range(5):
-    _optimizer.zero_grad()
-    _loss = nn.functional.mse_loss(_bn(_X), _y)
-    _loss.backward()
-    _optimizer.step()
-    _losses.append(_loss.item())
+try:
+    for _ in range(5):
+        _optimizer.zero_grad()
+        _loss = nn.functional.mse_loss(_bn(_X), _y)
+        _loss.backward()
+        _optimizer.step()
+        _losses.append(_loss.item())
+except RuntimeError as _error:
+    raise AssertionError("The network cannot be trained after apply_init: weights made under torch.inference_mode() "
+                         "cannot take part in backward; use torch.no_grad() for the dry run.") from _error
 assert _losses[-1] < _losses[0], "After apply_init the network should still train (the loss did not go down)."
 ### BEGIN HIDDEN TESTS
 torch.manual_seed(7)
-_net = apply_init(nn.Sequential(nn.LazyLinear(4), nn.ReLU(), nn.LazyLinear(1)), torch.zeros(1, 6))
+_net = apply_init(nn.Sequential(nn.LazyLinear(4), nn.ReLU(), nn.LazyLinear(1)), torch.randn(5, 6))
 assert all(p.grad is None for p in _net.parameters()), "The dry run should leave no gradients behind."
 _net(torch.randn(3, 6)).sum().backward()
 assert all(p.grad is not None for p in _net.parameters()), \
@@ -223,12 +296,23 @@ _stats = nn.Sequential(nn.LazyLinear(3), nn.LazyBatchNorm1d())
 apply_init(_stats, torch.randn(8, 2) * 3 + 1)
 assert bool((_stats[1].running_var == 1).all()) and int(_stats[1].num_batches_tracked) == 0, \
     "BatchNorm's running statistics should be untouched by the dry run, for any batch size."
-_failing = nn.Sequential(nn.LazyLinear(3), nn.Linear(5, 1))  # widths do not fit: the dry run fails
+_failing = nn.Sequential(nn.LazyLinear(4), nn.LazyBatchNorm1d(), nn.Sequential(nn.ReLU(), nn.Linear(7, 1)))
+_failing[1].eval()  # frozen BatchNorm; the nested Linear expects 7 features, gets 4: the dry run raises
 try:
-    apply_init(_failing, torch.zeros(2, 4))
+    apply_init(_failing, torch.randn(3, 2))
 except RuntimeError:
     pass
-assert _failing.training, "Even when the dry run fails, the network should get its training mode back (use try/finally)."
+else:
+    raise AssertionError("A dry run that fails deep inside the network should raise its error to the caller.")
+assert [m.training for m in _failing.modules()] == [True, True, False, True, True, True], \
+    "After a failing dry run every submodule should have its own mode back (the BatchNorm in eval, the rest in train)."
+_failing_eval = nn.Sequential(nn.LazyLinear(3), nn.Linear(5, 1)).eval()
+try:
+    apply_init(_failing_eval, torch.zeros(2, 4))
+except RuntimeError:
+    pass
+assert not any(m.training for m in _failing_eval.modules()), \
+    "A network in eval mode should stay in eval mode after a failing dry run."
 _conv_bn = nn.Sequential(nn.LazyConv2d(3, 3), nn.LazyBatchNorm2d(), nn.ReLU(), nn.Flatten(), nn.LazyLinear(2))
 apply_init(_conv_bn, torch.randn(1, 2, 5, 5) * 4 + 2)  # one image, far from zero mean
 assert int(_conv_bn[1].num_batches_tracked) == 0 and bool((_conv_bn[1].running_mean == 0).all()) \
@@ -244,17 +328,38 @@ assert _lone_lazy.weight.shape == (4, 6) and bool((_lone_lazy.weight == 1).all()
 # %% [markdown]
 # ## 3. What shapes did the network get?
 #
-# Write `infer_shapes(net, input_shape)`: materialize `net` by running a tensor
-# of **zeros** with shape `input_shape` (which includes the batch dimension)
-# through it, then return a list of `(qualified_name, shape_tuple)` pairs, one
-# for every parameter, in the order of `named_parameters()`, for example
+# Write `infer_shapes(net, input_shape)`: materialize `net` with a dry run,
+# then return a list of `(qualified_name, shape_tuple)` pairs, one for every
+# parameter, in the order of `named_parameters()`, for example
 # `[('0.weight', (8, 5)), ('0.bias', (8,)), ...]`.
+#
+# - The dry run feeds one tensor of **zeros** with shape `input_shape` (which
+#   includes the batch dimension) to `net(...)`. The zeros have the dtype and
+#   device of the network's first parameter (`next(iter(net.parameters()))`; a
+#   lazy placeholder knows its dtype and device too), so a network moved with
+#   `.to(torch.float64)` or to a GPU works. A network without parameters gets
+#   `torch.zeros(input_shape)`, float32 on the CPU.
+# - As in item 2, the dry run runs **in eval mode** under `torch.no_grad()`, and
+#   every submodule gets its own training mode back afterwards, also when the
+#   dry run raises (the error still reaches the caller). BatchNorm's running
+#   statistics must not move.
 
 # %% answer grade_id="infer_shapes"
 def infer_shapes(net, input_shape):
     ### BEGIN SOLUTION
-    with torch.no_grad():
-        net(torch.zeros(input_shape))
+    first = next(iter(net.parameters()), None)
+    if first is None:
+        zeros = torch.zeros(input_shape)
+    else:
+        zeros = torch.zeros(input_shape, dtype=first.dtype, device=first.device)
+    modes = {module: module.training for module in net.modules()}
+    net.eval()
+    try:
+        with torch.no_grad():
+            net(zeros)
+    finally:
+        for module, training in modes.items():
+            module.train(training)
     return [(name, tuple(p.shape)) for name, p in net.named_parameters()]
     ### END SOLUTION
 
@@ -268,6 +373,42 @@ assert [tuple(shape) for _, shape in _shapes] == [(8, 5), (8,), (3, 8), (3,)], \
     "The shapes do not match a 5-feature input: is the zero input built with input_shape?"
 assert all(isinstance(shape, tuple) and all(isinstance(n, int) for n in shape) for _, shape in _shapes), \
     "Each shape should be a tuple of ints, e.g. tuple(p.shape)."
+
+_seen = []
+_probe = nn.Sequential(nn.LazyLinear(2))
+_probe.register_forward_pre_hook(lambda module, args: _seen.append(args[0].clone()))
+infer_shapes(_probe, (3, 4))
+assert len(_seen) == 1 and _seen[0].shape == (3, 4) and not _seen[0].any(), \
+    "The network should see one tensor of zeros with exactly input_shape."
+
+_bn = nn.Sequential(nn.LazyLinear(3), nn.LazyBatchNorm1d(), nn.Dropout(0.5))  # in train(), as built
+_bn[2].eval()  # except the Dropout
+_shapes = infer_shapes(_bn, (4, 2))
+assert int(_bn[1].num_batches_tracked) == 0 and bool((_bn[1].running_mean == 0).all()), \
+    "The dry run moved BatchNorm's running statistics: run it in eval mode (net.eval()); no_grad alone does not stop them."
+assert _bn.training and _bn[1].training and not _bn[2].training, \
+    "Each submodule should get back its own mode (the Dropout was in eval, the rest in train): remember " \
+    "module.training for every module in net.modules() and restore each."
+assert _shapes == [("0.weight", (3, 2)), ("0.bias", (3,)), ("1.weight", (3,)), ("1.bias", (3,))], \
+    "Only parameters belong in the list: buffers like running_mean come from state_dict(), not named_parameters()."
+
+try:
+    _shapes = infer_shapes(nn.Sequential(nn.LazyLinear(2)).to(torch.float64), (3, 4))
+except RuntimeError as _error:
+    raise AssertionError("A network moved to float64 failed: make the zeros with the dtype and device of the "
+                         "network's first parameter.") from _error
+assert _shapes == [("0.weight", (2, 4)), ("0.bias", (2,))], "Wrong shapes for a float64 network."
+assert infer_shapes(nn.ReLU(), (2, 2)) == [], "A module without parameters should give an empty list."
+
+_failing = nn.Sequential(nn.LazyLinear(3), nn.Linear(5, 1))  # 3 features out, 5 expected: the dry run raises
+try:
+    infer_shapes(_failing, (2, 4))
+except RuntimeError:
+    pass
+else:
+    raise AssertionError("The dry run of a network whose widths do not fit raised no error: let it reach the caller.")
+assert _failing.training and _failing[1].training, \
+    "When the dry run raises, the network should still get its training mode back: restore it in a finally block."
 ### BEGIN HIDDEN TESTS
 _conv = nn.Sequential(nn.LazyConv2d(4, 3), nn.ReLU(), nn.Flatten(), nn.LazyLinear(2))
 _shapes = infer_shapes(_conv, (1, 3, 6, 6))
@@ -284,17 +425,41 @@ assert infer_shapes(_nested, (3, 6)) == [("body.0.weight", (4, 6)), ("body.0.bia
                                           ("head.weight", (1, 5))], \
     "Names should be fully qualified ('body.2.weight') and every parameter listed, sized ones too."
 
-_bn = nn.Sequential(nn.LazyLinear(6), nn.LazyBatchNorm1d())
-assert infer_shapes(_bn, (4, 3)) == [("0.weight", (6, 3)), ("0.bias", (6,)), ("1.weight", (6,)), ("1.bias", (6,))], \
-    "Only parameters belong in the list: buffers like running_mean come from state_dict(), not named_parameters()."
+_bn = nn.Sequential(nn.LazyLinear(6), nn.LazyBatchNorm1d(), nn.Dropout(0.5)).eval()
+_bn[0].train()
+_bn[1].train()
+assert infer_shapes(_bn, (1, 3)) == [("0.weight", (6, 3)), ("0.bias", (6,)), ("1.weight", (6,)), ("1.bias", (6,))], \
+    "Only parameters belong in the list (buffers like running_mean come from state_dict()), and a batch of one " \
+    "must work: in eval mode BatchNorm accepts one value per channel."
+assert int(_bn[1].num_batches_tracked) == 0 and bool((_bn[1].running_var == 1).all()), \
+    "BatchNorm's running statistics moved during the dry run: it has to run in eval mode."
+assert [m.training for m in _bn.modules()] == [False, True, True, False], \
+    "Each submodule should get back its own mode (here the network and its Dropout were in eval, the layers in train)."
+
+_failing = nn.Sequential(nn.LazyLinear(4), nn.LazyBatchNorm1d(), nn.Sequential(nn.ReLU(), nn.Linear(7, 1)))
+_failing[1].eval()  # the nested Linear expects 7 features, gets 4: the dry run raises
+try:
+    infer_shapes(_failing, (3, 2))
+except RuntimeError:
+    pass
+else:
+    raise AssertionError("A dry run that fails deep inside the network should raise its error to the caller.")
+assert [m.training for m in _failing.modules()] == [True, True, False, True, True, True], \
+    "After a failing dry run every submodule should have its own mode back (the BatchNorm in eval, the rest in train)."
 
 _seen = []
-_probe = nn.Sequential(nn.LazyLinear(2))
+_probe = nn.Sequential(nn.LazyLinear(2), nn.ReLU(), nn.LazyLinear(1)).to(torch.float64)
 _probe.register_forward_pre_hook(lambda module, args: _seen.append(args[0].clone()))
-infer_shapes(_probe, (3, 4))
-assert len(_seen) == 1 and _seen[0].shape == (3, 4) and not _seen[0].any(), \
-    "The network should see one tensor of zeros with exactly input_shape."
-assert infer_shapes(nn.ReLU(), (2, 2)) == [], "A module without parameters should give an empty list."
+assert infer_shapes(_probe, (5, 1, 3)) == [("0.weight", (2, 3)), ("0.bias", (2,)), ("2.weight", (1, 2)), ("2.bias", (1,))], \
+    "Wrong shapes for a float64 network fed an input with an extra leading dimension."
+assert len(_seen) == 1 and _seen[0].shape == (5, 1, 3) and _seen[0].dtype == torch.float64 and not _seen[0].any(), \
+    "The network should see one tensor of zeros with exactly input_shape and the network's dtype."
+_seen = []
+_no_params = nn.Sequential(nn.ReLU(), nn.Flatten())
+_no_params.register_forward_pre_hook(lambda module, args: _seen.append(args[0].clone()))
+assert infer_shapes(_no_params, (2, 3, 4)) == [], "A network without parameters should give an empty list."
+assert len(_seen) == 1 and _seen[0].shape == (2, 3, 4) and _seen[0].dtype == torch.float32, \
+    "A network without parameters should get float32 zeros of input_shape (torch.zeros(input_shape))."
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -314,9 +479,17 @@ assert infer_shapes(nn.ReLU(), (2, 2)) == [], "A module without parameters shoul
 #   you); every later input of width `d`, whatever its batch size, goes through
 #   that same layer;
 # - every width then shares one body: a ReLU followed by **one**
-#   `nn.Linear(hidden, out_features)`, the same module for all widths;
+#   `nn.Linear(hidden, out_features)`, the same module for all widths. With
+#   `W_d, b_d` the weight and bias of the input layer for width `d` and `W, b`
+#   those of the shared output layer, `net(X)` computes
+#   `relu(X @ W_d.T + b_d) @ W.T + b`;
 # - every layer is registered (seen by `parameters()`, `state_dict()`, `.to()`),
-#   so keep the input layers in an `nn.ModuleDict` (its keys must be strings).
+#   so keep the input layers in an `nn.ModuleDict` (its keys must be strings);
+# - a new input layer is made where the network lives: on the device and with
+#   the dtype of the network, which you can read from the shared output layer's
+#   weight (`nn.LazyLinear(hidden, device=..., dtype=...)`). A layer made with
+#   the defaults would be float32 on the CPU, so a width that first arrives after
+#   `net.to(torch.float64)` (or after moving the net to a GPU) would fail.
 #
 # Layers added by a new width are not in an optimizer built before they
 # existed: in practice, send one batch of every width before building it.
@@ -333,7 +506,8 @@ class MultiWidthNet(nn.Module):
     def forward(self, X):
         key = str(X.shape[-1])
         if key not in self.inputs:
-            self.inputs[key] = nn.LazyLinear(self.hidden)
+            shared = self.body[1].weight  # where the network lives now
+            self.inputs[key] = nn.LazyLinear(self.hidden, device=shared.device, dtype=shared.dtype)
         return self.body(self.inputs[key](X))
     ### END SOLUTION
 
@@ -341,6 +515,26 @@ class MultiWidthNet(nn.Module):
 def _weight_shapes(module):
     """Shapes of the 2-D parameters (the weights of the linear layers), sorted."""
     return sorted(tuple(p.shape) for p in module.parameters() if p.dim() == 2)
+
+def _linear_layer(net, shape, what):
+    """The one registered linear layer whose weight has `shape`, whatever its attribute name."""
+    found = [m for m in net.modules() if isinstance(m, nn.Linear)
+             and not isinstance(m.weight, nn.parameter.UninitializedParameter) and tuple(m.weight.shape) == shape]
+    assert len(found) == 1, \
+        f"Expected one registered linear layer with a {shape} weight ({what}), found {len(found)}: are the layers " \
+        "registered, sized by the constructor's hidden and out_features, with one output layer shared by all widths?"
+    return found[0]
+
+def _check_function(net, X, hidden, out_features):
+    """net(X) against relu(X @ W_d.T + b_d) @ W.T + b, written out from the net's own parameters."""
+    Y = net(X)
+    first = _linear_layer(net, (hidden, X.shape[-1]), f"the input layer for width {X.shape[-1]}")
+    last = _linear_layer(net, (out_features, hidden), "the shared output layer")
+    expected = torch.relu(X @ first.weight.T + first.bias) @ last.weight.T + last.bias
+    assert Y.dtype == X.dtype, f"A {X.dtype} input to a {X.dtype} network gave a {Y.dtype} output."
+    assert Y.shape == expected.shape and torch.allclose(Y, expected, rtol=1e-5, atol=1e-6), \
+        f"net(X) for width {X.shape[-1]} is not relu(X @ W_d.T + b_d) @ W.T + b: is the ReLU between the input " \
+        "layer and the shared output layer (not after the output, not missing)?"
 
 torch.manual_seed(40)
 _net = MultiWidthNet(hidden=16, out_features=2)
@@ -362,6 +556,18 @@ _net.zero_grad()
 (_net(_x3).sum() + _net(_x5).sum()).backward()
 _no_grad = [name for name, p in _net.named_parameters() if p.grad is None]
 assert not _no_grad, f"{_no_grad} got no gradient: every registered layer should take part in forward."
+with torch.no_grad():
+    _check_function(_net, _x3, 16, 2)
+    _check_function(_net, _x5, 16, 2)
+
+_net64 = MultiWidthNet().to(torch.float64)
+_x4 = torch.randn(3, 4, dtype=torch.float64)
+try:
+    with torch.no_grad():
+        _check_function(_net64, _x4, 16, 1)
+except RuntimeError as _error:
+    raise AssertionError("A width first seen after net.to(torch.float64) failed: make the new input layer with the "
+                         "device and dtype of the network (e.g. of the output layer's weight), not the defaults.") from _error
 ### BEGIN HIDDEN TESTS
 torch.manual_seed(41)
 _net = MultiWidthNet(hidden=8, out_features=3)
@@ -378,11 +584,23 @@ _other_batch = _net(torch.randn(9, 7))
 assert tuple(_other_batch.shape) == (9, 3) and len(list(_net.parameters())) == _count, \
     "A new batch size of a known width must not add a layer: key the input layers on the width X.shape[-1]."
 assert len(_net.state_dict()) == _count, "Every parameter should appear in state_dict()."
+with torch.no_grad():
+    for _d, _x in _inputs.items():
+        _check_function(_net, _x, 8, 3)
 _net.to(torch.float64)
 assert all(p.dtype == torch.float64 for p in _net.parameters()), \
     ".to(torch.float64) missed some layers: are they all registered?"
 assert _net(torch.randn(4, 2, dtype=torch.float64)).dtype == torch.float64, \
     "After .to(torch.float64) a known width should work with float64 input."
+try:
+    with torch.no_grad():
+        _check_function(_net, torch.randn(6, 9, dtype=torch.float64) * 3, 8, 3)
+        _check_function(_net, torch.randn(2, 7, dtype=torch.float64), 8, 3)
+except RuntimeError as _error:
+    raise AssertionError("A new width after net.to(torch.float64), with widths seen before it, failed: make each "
+                         "new input layer on the network's current device and dtype.") from _error
+assert all(p.dtype == torch.float64 for p in _net.parameters()), \
+    "An input layer added after .to(torch.float64) should be float64 too."
 _default = MultiWidthNet()
 assert tuple(_default(torch.randn(3, 4)).shape) == (3, 1), "The defaults should be hidden=16, out_features=1."
 assert _weight_shapes(_default) == [(1, 16), (16, 4)], \
@@ -403,8 +621,10 @@ assert _weight_shapes(_default) == [(1, 16), (16, 4)], \
 # (a) It works: the first layer is fully defined, and each lazy layer reads its
 # input width from the output of the layer before it during the first forward
 # pass (256 for the second layer, then whatever that one produces). Until that
-# pass the later weights are placeholders, so counting parameters, building an
-# optimizer over real tensors or initializing by type must wait for a dry run.
+# pass the later weights are placeholders, so counting parameters or
+# initializing by type must wait for a dry run. An optimizer built before the
+# dry run works, though: materializing fills in the very `Parameter` objects the
+# optimizer already holds, it does not replace them.
 #
 # (b) The shapes are fixed after materialization, so the 30-feature batch fails
 # in the first layer with a shape error ("mat1 and mat2 shapes cannot be
@@ -439,11 +659,14 @@ assert _weight_shapes(_default) == [(1, 16), (16, 4)], \
 # %% [markdown]
 # ## Summary
 #
-# - Lazy parameters are `UninitializedParameter` placeholders until a forward
-#   pass (or a loaded `state_dict`) gives them a shape.
+# - Lazy parameters and buffers are placeholders (`UninitializedParameter`,
+#   `UninitializedBuffer`) until a forward pass (or a loaded `state_dict`) gives
+#   them a shape.
 # - Materialize with a dry run under `torch.no_grad()` **in eval mode** (BatchNorm
-#   statistics stay untouched, a batch of one is fine), restore the training
-#   mode, then initialize with `net.apply`.
-# - Shapes come from the data: check them once after the dry run.
+#   statistics stay untouched, one value per channel is fine), give every
+#   submodule its own mode back in a `finally:` block, then initialize with
+#   `net.apply`.
+# - Shapes come from the data: check them once after the dry run, fed zeros of
+#   the network's own dtype and device.
 # - Inputs of different widths: one input layer per width in an `nn.ModuleDict`,
-#   created on first sight, in front of one shared body.
+#   created on first sight where the network lives, in front of one shared body.

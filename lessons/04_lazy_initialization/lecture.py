@@ -31,21 +31,16 @@
 # parameters still waiting for their shape.
 
 # %%
-import warnings
-
 import torch
 from torch import nn
 from torch.nn.parameter import UninitializedParameter, is_lazy
 
 # %% [markdown]
-# Older PyTorch releases issued a `UserWarning` ("Lazy modules are a new feature
-# under heavy development...") whenever a lazy layer was built. We checked:
-# torch 2.13, the version this course pins, issues nothing. On an older
-# version that warning would land in the notebook's error stream, so we silence
-# exactly that one message here, and nothing else.
-
-# %%
-warnings.filterwarnings("ignore", message="Lazy modules are a new feature", category=UserWarning)
+# Tutorials written for older PyTorch releases often silence a `UserWarning`
+# that every new lazy layer used to raise. PyTorch 2.4 removed that warning, so
+# this course needs no filter for it. The documentation of lazy modules still
+# calls them experimental, with an API that may change: a reason to check what a
+# lazy layer does rather than assume, as this lesson does.
 
 # %% [markdown]
 # ## A network that does not know its input width
@@ -117,10 +112,10 @@ for name, value in net.state_dict().items():
 print(sum(p.numel() for p in net.parameters()))
 
 # %% [markdown]
-# Look at the printed network again: the layers are no longer `LazyLinear`. Once
-# its weights have a shape, a lazy layer turns itself into the ordinary layer it
-# stands for, here `nn.Linear` (we observed this on torch 2.13). Even the class
-# of the module object changes.
+# Look at the printed network again: the layers are no longer `LazyLinear`. At
+# the end of its first call, in the same forward pre-hook that gave its weights
+# their shapes, a lazy layer turns itself into the ordinary layer it stands for,
+# here `nn.Linear`. Even the class of the module object changes.
 
 # %%
 print(net)
@@ -137,6 +132,20 @@ fresh = nn.LazyLinear(3)
 print("type:", type(fresh).__name__)
 print("type(m) == nn.Linear:", type(fresh) == nn.Linear)
 print("isinstance(m, nn.Linear):", isinstance(fresh, nn.Linear))
+
+# %% [markdown]
+# Loading a `state_dict` is the other way a placeholder gets its shape: the
+# loaded tensor's shape is copied into it. The class, though, changes only in
+# the pre-hook of the first call, so after `load_state_dict` the weights are
+# real while the layer is still a `LazyLinear`.
+
+# %%
+loaded = nn.LazyLinear(3)
+loaded.load_state_dict(nn.Linear(4, 3).state_dict())
+print("after load_state_dict:", type(loaded).__name__, "| weight lazy:", is_lazy(loaded.weight),
+      "| shape:", tuple(loaded.weight.shape))
+loaded(torch.zeros(1, 4))
+print("after the first call: ", type(loaded).__name__)
 
 # %% [markdown]
 # ## Initializers and lazy layers
@@ -186,20 +195,26 @@ except ValueError as error:
 # The fix is to give the layers their shapes first: pass one example batch
 # through the network, a *dry run*, and only then apply the initializer. Only
 # the trailing sizes matter, so a small batch of zeros will do. Two details
-# make the dry run safe for any network:
+# keep the dry run from changing anything but the shapes:
 #
 # - `torch.no_grad()`: we are not training, so no graph is recorded;
 # - `net.eval()`: some layers behave differently in training mode. BatchNorm
 #   updates its running statistics on every training-mode forward pass, and
 #   `no_grad` does **not** stop that (the statistics are buffers, not
-#   gradients); it also refuses a batch of one in training mode. In eval mode
-#   it only reads its statistics.
+#   gradients); in training mode it also refuses an input with a single value
+#   per channel, such as one sample. In eval mode it only reads its statistics.
 #
-# Afterwards every submodule gets back the mode it had, even if the dry run
-# fails. Switching modes is our job: the docstring of the hook that
-# materializes lazy layers (`LazyModuleMixin._infer_parameters`) says the module
-# is put into evaluation mode for that pass, but in torch 2.13 its code never
-# does so, as the BatchNorm demonstration below shows.
+# Switching to eval mode must not outlive the dry run. Before it, remember the
+# mode of *every* submodule, not just of the network: a net in `train()` may
+# hold a BatchNorm frozen in `eval()` on purpose. Restore each one's own mode
+# in a `finally:` block, so the modes come back also when the dry run raises,
+# and the error still reaches you. Calling `net.train()` afterwards would be
+# wrong: it would wake that frozen BatchNorm.
+#
+# Switching modes is our job: the docstring of the hook that materializes lazy
+# layers (`LazyModuleMixin._infer_parameters`) says the module is put into
+# evaluation mode for that pass, but in torch 2.13 its code never does so, as
+# the BatchNorm demonstration below shows.
 
 # %%
 def materialize(net, example_input):
@@ -225,8 +240,9 @@ print("bias all zero:", bool((lazy_net[0].bias == 0).all()))
 
 # %% [markdown]
 # Why eval mode? Here is the naive dry run, in training mode, on a network with
-# BatchNorm. A batch of one fails outright, and a larger batch quietly moves
-# the running statistics although no gradient was recorded.
+# BatchNorm. One sample fails outright (BatchNorm gets one value per channel),
+# and a larger batch quietly moves the running statistics although no gradient
+# was recorded.
 
 # %%
 def bn_net():
@@ -236,7 +252,7 @@ try:
     with torch.no_grad():
         bn_net()(torch.zeros(1, 6))
 except ValueError as error:
-    print("train mode, batch of one:", type(error).__name__ + ":", str(error).split(",")[0])
+    print("train mode, one sample:", type(error).__name__ + ":", str(error).split(",")[0])
 
 torch.manual_seed(0)
 naive = bn_net()
@@ -251,6 +267,66 @@ print("materialize (eval mode):   batches tracked =", int(careful[1].num_batches
       "| back in training mode:", careful.training and careful[1].training)
 
 # %% [markdown]
+# The rule in training mode is "more than one value per channel", not "more
+# than one sample": one sequence of 4 steps gives `BatchNorm1d` 4 values per
+# channel and passes, while one 1x1 image gives `BatchNorm2d` a single value
+# and fails.
+
+# %%
+print("one sequence of 4 steps:", tuple(nn.BatchNorm1d(3)(torch.randn(1, 3, 4)).shape))
+try:
+    nn.BatchNorm2d(3)(torch.randn(1, 3, 1, 1))
+except ValueError as error:
+    print("one 1x1 image:", type(error).__name__ + ":", str(error).split(",")[0])
+
+# %% [markdown]
+# The restore rule in action: a network in training mode whose BatchNorm was
+# frozen in eval mode keeps both modes, and a dry run that fails (here the widths
+# do not fit) still hands back the modes before its error arrives.
+
+# %%
+frozen = bn_net()
+frozen[1].eval()  # statistics frozen on purpose, e.g. for fine-tuning
+materialize(frozen, torch.randn(8, 6))
+print("net training:", frozen.training, "| BatchNorm training:", frozen[1].training)
+
+misfit = nn.Sequential(nn.LazyLinear(3), nn.Linear(5, 1))  # 3 features out, 5 expected
+try:
+    materialize(misfit, torch.zeros(2, 4))
+except RuntimeError as error:
+    print("the dry run failed:", type(error).__name__, "| net back in training mode:", misfit.training)
+
+# %% [markdown]
+# An eval-mode dry run reaches only the layers that eval mode runs. A branch
+# that only runs while training, such as an auxiliary head that adds a second
+# loss, is skipped, and its lazy layer stays a placeholder. So after any dry run,
+# check that nothing is still lazy.
+
+# %%
+class WithAuxHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.LazyLinear(8)
+        self.head = nn.Linear(8, 1)
+        self.aux = nn.LazyLinear(3)  # a second output, used only for a training loss
+
+    def forward(self, X):
+        H = torch.relu(self.body(X))
+        if self.training:
+            return self.head(H), self.aux(H)
+        return self.head(H)
+
+
+aux_net = materialize(WithAuxHead(), torch.zeros(2, 5))
+print("body lazy:", is_lazy(aux_net.body.weight), "| aux head lazy:", is_lazy(aux_net.aux.weight))
+
+# %% [markdown]
+# Here the fix is simple: the auxiliary head's input width is the body's output
+# width, written in the code, so give it a sized `nn.Linear(8, 3)`. Where the
+# width is not known, run that branch's layers yourself on an example of their
+# input.
+
+# %% [markdown]
 # In eval mode under `torch.no_grad()` the dry run leaves nothing behind but the
 # new weights: no gradients, no statistics, the old modes, and the weights
 # train as usual afterwards.
@@ -259,6 +335,24 @@ print("materialize (eval mode):   batches tracked =", int(careful[1].num_batches
 print("any gradient stored:", any(p.grad is not None for p in lazy_net.parameters()))
 lazy_net(torch.rand(4, 20)).sum().backward()
 print("gradient reached the first layer:", lazy_net[0].weight.grad is not None)
+
+# %% [markdown]
+# An optimizer may even be built *before* the dry run. Materializing does not
+# replace a placeholder with a new tensor: it fills in the same `Parameter`
+# object (and changes its class), so the optimizer already holds the real
+# weights.
+
+# %%
+torch.manual_seed(0)
+early = nn.Sequential(nn.LazyLinear(4), nn.ReLU(), nn.LazyLinear(1))
+placeholders = list(early.parameters())
+optimizer = torch.optim.SGD(early.parameters(), lr=0.1)
+materialize(early, torch.zeros(1, 3))
+print("the same objects after the dry run:", all(a is b for a, b in zip(placeholders, early.parameters())))
+before = early[0].weight.detach().clone()
+early(torch.randn(8, 3)).pow(2).mean().backward()
+optimizer.step()
+print("the optimizer moved the first weight:", not torch.equal(before, early[0].weight))
 
 # %% [markdown]
 # Do the dry run by *calling* the network, `net(x)`, never with `net.forward(x)`.
@@ -282,7 +376,8 @@ with torch.no_grad():
 print("after layer(x):", type(layer).__name__, tuple(layer.weight.shape))
 
 # %% [markdown]
-# Every lazy layer can report on itself with `has_uninitialized_params()`, and
+# Every lazy layer can report on itself with `has_uninitialized_params()` (only
+# while it is lazy: the plain class it turns into has no such method), and
 # `is_lazy` works on any single parameter.
 
 # %%
@@ -290,6 +385,19 @@ lazy_net = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(1))
 print("before the dry run:", lazy_net[0].has_uninitialized_params(), is_lazy(lazy_net[2].weight))
 materialize(lazy_net, torch.zeros(1, 5))
 print("after the dry run: ", is_lazy(lazy_net[0].weight), is_lazy(lazy_net[2].weight))
+
+# %% [markdown]
+# Buffers can be lazy too. A `LazyBatchNorm1d(affine=False)` has no parameters
+# at all, yet its running statistics wait for their shape as
+# `UninitializedBuffer` placeholders. `is_lazy` recognises them, and the
+# layer's `has_uninitialized_params()` counts them despite its name, so a
+# "still lazy?" check should look at buffers as well as parameters.
+
+# %%
+stats_only = nn.LazyBatchNorm1d(affine=False)
+print("parameters:", len(list(stats_only.parameters())))
+print("lazy buffers:", [name for name, b in stats_only.named_buffers() if is_lazy(b)])
+print("has_uninitialized_params():", stats_only.has_uninitialized_params())
 
 # %% [markdown]
 # ## Mixing lazy and sized layers
@@ -316,21 +424,34 @@ print(mixed[2])
 # %% [markdown]
 # One caveat, which PyTorch's documentation states for lazy modules: they are
 # initialized *after* the sized ones. A sized layer draws its random weights
-# when it is built; a lazy layer draws them at the dry run, later. So the same
-# seed gives a lazy network other weights than its sized twin, in the lazy
-# layers and in the sized ones after them. Seed-for-seed reproducibility holds
-# between runs of the same code, not between a lazy model and a sized rewrite.
+# when it is built; a lazy layer draws them at the dry run, later. Whether that
+# changes anything depends on the order. When every layer is lazy, or the lazy
+# ones come last, the draws happen in the same order as in the sized twin, and
+# one seed gives identical weights. Only when a sized layer comes *after* a lazy
+# one does it take the draws the lazy layer would have had, and then every
+# weight differs. (A random example batch drawn between the seed and the dry
+# run would shift the lazy draws too; we dry-run with zeros.)
 
 # %%
-torch.manual_seed(0)
-lazy_first = materialize(nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.Linear(8, 2)), torch.zeros(1, 4))
-torch.manual_seed(0)
-sized_twin = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+def seeded(build):
+    """The network `build()` makes right after seeding, dry-run with zeros."""
+    torch.manual_seed(0)
+    return materialize(build(), torch.zeros(1, 4))
+
+def same_weights(a, b):
+    return all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+
+sized_twin = seeded(lambda: nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)))
+all_lazy = seeded(lambda: nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(2)))
+lazy_last = seeded(lambda: nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.LazyLinear(2)))
+lazy_first = seeded(lambda: nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.Linear(8, 2)))
+print("all lazy        == sized twin:", same_weights(all_lazy, sized_twin))
+print("sized, then lazy == sized twin:", same_weights(lazy_last, sized_twin))
+print("lazy, then sized == sized twin:", same_weights(lazy_first, sized_twin))
 torch.manual_seed(0)
 drawn_first = nn.Linear(8, 2)
-print("first layers equal:", torch.equal(lazy_first[0].weight, sized_twin[0].weight))
-print("last layers equal: ", torch.equal(lazy_first[2].weight, sized_twin[2].weight))
-print("the lazy net's sized layer got the seed's first draw:", torch.equal(lazy_first[2].weight, drawn_first.weight))
+print("the sized layer after the lazy one got the seed's first draw:",
+      torch.equal(lazy_first[2].weight, drawn_first.weight))
 
 # %% [markdown]
 # ## When the shapes do not fit
@@ -452,9 +573,12 @@ print("the shared weight's gradient changed with the second width:",
 # Here the widths were listed up front. When they are not known in advance, the
 # network can add the input layer for a new width the first time one arrives,
 # and a lazy layer then reads the width for you (the exercise asks for that).
-# One caution: an optimizer only updates the parameters it was given when it
-# was built, so layers created later are not trained by it. Send one batch of
-# every width through the network (a dry run) before building the optimizer.
+# Two cautions. A layer created inside `forward` is created on the default
+# device and dtype unless told otherwise, so make it where the rest of the
+# network lives (the next section shows why that matters). And unlike a
+# placeholder, which becomes the real weight in place, a layer created later is
+# a new object: an optimizer built before it existed does not train it. Send one
+# batch of every width through the network before building the optimizer.
 
 # %% [markdown]
 # ## Lazy layers and devices
@@ -519,20 +643,27 @@ print("moved to float64 first:", double_net[0].weight.dtype)
 # ## Summary
 #
 # - `nn.LazyLinear`, `nn.LazyConv2d`, `nn.LazyBatchNorm1d` and friends leave the
-#   input size open; their parameters are `UninitializedParameter` placeholders
-#   without shape until the first forward pass.
+#   input size open; their parameters (and some buffers) are placeholders
+#   without shape, `UninitializedParameter` and `UninitializedBuffer`, until the
+#   first forward pass or a loaded `state_dict`.
 # - The `state_dict` lists the placeholders before, real tensors after.
-# - After materialization the module becomes the plain layer (`nn.Linear`), so
-#   an initializer keyed on `type(m) == nn.Linear` silently skips lazy layers,
-#   and one keyed on `isinstance` fails on the placeholders.
+# - A lazy layer becomes the plain layer (`nn.Linear`) in the pre-hook of its
+#   first call, so an initializer keyed on `type(m) == nn.Linear` silently
+#   skips lazy layers, and one keyed on `isinstance` fails on the placeholders.
+#   After `load_state_dict` the weights are real but the class is still lazy.
 # - Do a dry run first, then initialize: one small example batch under
 #   `torch.no_grad()` in **eval mode** (a train-mode dry run moves BatchNorm's
-#   running statistics even under `no_grad`, and a batch of one fails there),
-#   restoring each submodule's mode afterwards.
+#   running statistics even under `no_grad`, and one value per channel fails
+#   there), restoring each submodule's own mode in a `finally:` block, also
+#   when the dry run raises.
+# - An eval-mode dry run skips branches that run only in training mode; check
+#   that nothing is still lazy afterwards.
+# - An optimizer built before the dry run works: the placeholders become the
+#   real weights in place.
 # - Lazy weights are created on the network's own device and dtype, not the
 #   input's: `.to(device, dtype)` first, then the dry run.
-# - Lazy layers are initialized after sized ones, so the same seed gives other
-#   weights than a sized twin.
+# - Lazy layers are initialized after sized ones, so when a sized layer follows
+#   a lazy one, the same seed gives other weights than a sized twin.
 # - Lazy and sized layers mix freely; a lazy layer infers only its own input
 #   width, so mismatched widths still fail, and a failed pass may leave the
 #   network half materialized.

@@ -35,7 +35,42 @@ class MultiWidthNet(nn.Module):
             self.width_to_hidden[name] = layer.to(self.head.weight.device, self.head.weight.dtype)
         return self.head(self.act(self.width_to_hidden[name](X)))
 
-# %% right id=has_uninitialized_params -- asks torch's is_lazy about every parameter
+# %% right id=has_uninitialized_params -- asks torch's is_lazy about every parameter and buffer
 def has_uninitialized_params(module):
+    from itertools import chain
     from torch.nn.parameter import is_lazy
-    return any(is_lazy(p) for p in module.parameters())
+    return any(is_lazy(t) for t in chain(module.parameters(), module.buffers()))
+
+# %% right id=has_uninitialized_params -- asks each lazy submodule's own has_uninitialized_params()
+def has_uninitialized_params(module):
+    from torch.nn.modules.lazy import LazyModuleMixin
+    return any(m.has_uninitialized_params() for m in module.modules() if isinstance(m, LazyModuleMixin))
+
+# %% right id=infer_shapes -- reads dtype and device with a loop, restores modes from a list
+def infer_shapes(net, input_shape):
+    options = {}
+    for p in net.parameters():
+        options = {"dtype": p.dtype, "device": p.device}
+        break
+    saved = [(m, m.training) for m in net.modules()]
+    try:
+        net.eval()
+        with torch.no_grad():
+            net(torch.zeros(*input_shape, **options))
+    finally:
+        for m, mode in saved:
+            m.training = mode
+    return list((name, tuple(p.size())) for name, p in net.named_parameters())
+
+# %% right id=MultiWidthNet -- lazy input layers moved with .to() while still placeholders, functional ReLU
+class MultiWidthNet(nn.Module):
+    def __init__(self, hidden=16, out_features=1):
+        super().__init__()
+        self.out = nn.Linear(hidden, out_features)
+        self.layers = nn.ModuleDict()
+
+    def forward(self, X):
+        key = f"d{X.shape[1]}"
+        if key not in self.layers:
+            self.layers[key] = nn.LazyLinear(self.out.in_features).to(self.out.weight)
+        return self.out(nn.functional.relu(self.layers[key](X)))

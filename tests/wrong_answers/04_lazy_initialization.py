@@ -1,90 +1,98 @@
 # Wrong answers students really write for exercise 4, one cell each.
 # Each must lose exactly its own item's points (see tools/cells.py).
+# Apart from its named mistake, each one does what the instructions ask, so
+# the tests are shown to catch that mistake on its own.
 
 # %% wrong id=has_uninitialized_params -- requires every parameter to be lazy
 def has_uninitialized_params(module):
-    params = list(module.parameters())
-    return bool(params) and all(isinstance(p, nn.parameter.UninitializedParameter) for p in params)
+    tensors = [*module.parameters(), *module.buffers()]
+    placeholders = (nn.parameter.UninitializedParameter, nn.parameter.UninitializedBuffer)
+    return bool(tensors) and all(isinstance(t, placeholders) for t in tensors)
 
 # %% wrong id=has_uninitialized_params -- looks for lazy module classes instead of lazy parameters
 def has_uninitialized_params(module):
     return any(type(m).__name__.startswith("Lazy") for m in module.modules())
 
-# %% wrong id=has_uninitialized_params -- checks only the top module's own parameters
+# %% wrong id=has_uninitialized_params -- checks only the top module's own parameters and buffers
 def has_uninitialized_params(module):
-    return any(isinstance(p, nn.parameter.UninitializedParameter) for p in module.parameters(recurse=False))
+    tensors = [*module.parameters(recurse=False), *module.buffers(recurse=False)]
+    return any(nn.parameter.is_lazy(t) for t in tensors)
 
 # %% wrong id=has_uninitialized_params -- asks each parameter for its size
 def has_uninitialized_params(module):
-    return any(p.numel() == 0 for p in module.parameters())
+    return any(p.numel() == 0 for p in [*module.parameters(), *module.buffers()])
+
+# %% wrong id=has_uninitialized_params -- checks parameters only, so lazy buffers (LazyBatchNorm1d(affine=False)) are missed
+def has_uninitialized_params(module):
+    return any(isinstance(p, nn.parameter.UninitializedParameter) for p in module.parameters())
 
 # %% wrong id=apply_init -- initializes before the dry run
 def apply_init(net, example_input, init_fn=None):
     if init_fn is not None:
         net.apply(init_fn)
-    with torch.no_grad():
-        net(example_input)
+    modes = {module: module.training for module in net.modules()}
+    net.eval()
+    try:
+        with torch.no_grad():
+            net(example_input)
+    finally:
+        for module, training in modes.items():
+            module.train(training)
     return net
 
 # %% wrong id=apply_init -- records gradients during the dry run
 def apply_init(net, example_input, init_fn=None):
-    net(example_input)
+    modes = {module: module.training for module in net.modules()}
+    net.eval()
+    try:
+        net(example_input)
+    finally:
+        for module, training in modes.items():
+            module.train(training)
     if init_fn is not None:
         net.apply(init_fn)
     return net
 
 # %% wrong id=apply_init -- uses inference_mode, so the weights become inference tensors
 def apply_init(net, example_input, init_fn=None):
-    with torch.inference_mode():
-        net(example_input)
+    modes = {module: module.training for module in net.modules()}
+    net.eval()
+    try:
+        with torch.inference_mode():
+            net(example_input)
+    finally:
+        for module, training in modes.items():
+            module.train(training)
     if init_fn is not None:
         net.apply(init_fn)
     return net
 
 # %% wrong id=apply_init -- calls init_fn on the network itself instead of net.apply
 def apply_init(net, example_input, init_fn=None):
-    with torch.no_grad():
-        net(example_input)
+    modes = {module: module.training for module in net.modules()}
+    net.eval()
+    try:
+        with torch.no_grad():
+            net(example_input)
+    finally:
+        for module, training in modes.items():
+            module.train(training)
     if init_fn is not None:
         init_fn(net)
     return net
 
 # %% wrong id=apply_init -- forgets to return the network
 def apply_init(net, example_input, init_fn=None):
-    with torch.no_grad():
-        net(example_input)
+    modes = {module: module.training for module in net.modules()}
+    net.eval()
+    try:
+        with torch.no_grad():
+            net(example_input)
+    finally:
+        for module, training in modes.items():
+            module.train(training)
     if init_fn is not None:
         net.apply(init_fn)
-
-# %% wrong id=infer_shapes -- lists the state_dict, buffers included
-def infer_shapes(net, input_shape):
-    with torch.no_grad():
-        net(torch.zeros(input_shape))
-    return [(name, tuple(t.shape)) for name, t in net.state_dict().items()]
-
-# %% wrong id=infer_shapes -- adds a batch dimension of its own
-def infer_shapes(net, input_shape):
-    with torch.no_grad():
-        net(torch.zeros(1, *input_shape))
-    return [(name, tuple(p.shape)) for name, p in net.named_parameters()]
-
-# %% wrong id=infer_shapes -- returns a dict instead of a list of pairs
-def infer_shapes(net, input_shape):
-    with torch.no_grad():
-        net(torch.zeros(input_shape))
-    return {name: tuple(p.shape) for name, p in net.named_parameters()}
-
-# %% wrong id=infer_shapes -- uses short names from each module's own parameters
-def infer_shapes(net, input_shape):
-    with torch.no_grad():
-        net(torch.zeros(input_shape))
-    return [(name, tuple(p.shape)) for m in net.modules() for name, p in m.named_parameters(recurse=False)]
-
-# %% wrong id=infer_shapes -- uses random input instead of zeros
-def infer_shapes(net, input_shape):
-    with torch.no_grad():
-        net(torch.randn(input_shape))
-    return [(name, tuple(p.shape)) for name, p in net.named_parameters()]
 
 # %% wrong id=apply_init -- dry run in training mode: BatchNorm statistics move (no_grad does not stop that)
 def apply_init(net, example_input, init_fn=None):
@@ -103,17 +111,20 @@ def apply_init(net, example_input, init_fn=None):
         net.apply(init_fn)
     return net
 
-# %% wrong id=apply_init -- puts every net back into train(), even one that was in eval
+# %% wrong id=apply_init -- puts every module back into train(), even a BatchNorm frozen in eval
 def apply_init(net, example_input, init_fn=None):
+    was_training = net.training
     net.eval()
-    with torch.no_grad():
-        net(example_input)
-    net.train()
+    try:
+        with torch.no_grad():
+            net(example_input)
+    finally:
+        net.train(was_training)
     if init_fn is not None:
         net.apply(init_fn)
     return net
 
-# %% wrong id=apply_init -- restores the mode only when the dry run succeeds (no try/finally)
+# %% wrong id=apply_init -- restores the modes only when the dry run succeeds (no try/finally)
 def apply_init(net, example_input, init_fn=None):
     modes = {module: module.training for module in net.modules()}
     net.eval()
@@ -121,6 +132,22 @@ def apply_init(net, example_input, init_fn=None):
         net(example_input)
     for module, training in modes.items():
         module.train(training)
+    if init_fn is not None:
+        net.apply(init_fn)
+    return net
+
+# %% wrong id=apply_init -- restores the modes on error but swallows the error
+def apply_init(net, example_input, init_fn=None):
+    modes = {module: module.training for module in net.modules()}
+    net.eval()
+    try:
+        with torch.no_grad():
+            net(example_input)
+    except RuntimeError:
+        pass
+    finally:
+        for module, training in modes.items():
+            module.train(training)
     if init_fn is not None:
         net.apply(init_fn)
     return net
@@ -139,7 +166,7 @@ def apply_init(net, example_input, init_fn=None):
         net.apply(init_fn)
     return net
 
-# %% wrong id=apply_init -- dry run in eval mode but restores only the top module's mode
+# %% wrong id=apply_init -- dry run in eval mode but restores only the top module's flag
 def apply_init(net, example_input, init_fn=None):
     was_training = net.training
     net.eval()
@@ -151,6 +178,117 @@ def apply_init(net, example_input, init_fn=None):
     if init_fn is not None:
         net.apply(init_fn)
     return net
+
+# %% wrong id=infer_shapes -- lists the state_dict, buffers included
+def infer_shapes(net, input_shape):
+    first = next(iter(net.parameters()), None)
+    zeros = torch.zeros(input_shape) if first is None else torch.zeros(input_shape, dtype=first.dtype, device=first.device)
+    modes = {module: module.training for module in net.modules()}
+    net.eval()
+    try:
+        with torch.no_grad():
+            net(zeros)
+    finally:
+        for module, training in modes.items():
+            module.train(training)
+    return [(name, tuple(t.shape)) for name, t in net.state_dict().items()]
+
+# %% wrong id=infer_shapes -- adds a batch dimension of its own
+def infer_shapes(net, input_shape):
+    first = next(iter(net.parameters()), None)
+    zeros = torch.zeros(1, *input_shape) if first is None else torch.zeros(1, *input_shape, dtype=first.dtype, device=first.device)
+    modes = {module: module.training for module in net.modules()}
+    net.eval()
+    try:
+        with torch.no_grad():
+            net(zeros)
+    finally:
+        for module, training in modes.items():
+            module.train(training)
+    return [(name, tuple(p.shape)) for name, p in net.named_parameters()]
+
+# %% wrong id=infer_shapes -- returns a dict instead of a list of pairs
+def infer_shapes(net, input_shape):
+    first = next(iter(net.parameters()), None)
+    zeros = torch.zeros(input_shape) if first is None else torch.zeros(input_shape, dtype=first.dtype, device=first.device)
+    modes = {module: module.training for module in net.modules()}
+    net.eval()
+    try:
+        with torch.no_grad():
+            net(zeros)
+    finally:
+        for module, training in modes.items():
+            module.train(training)
+    return {name: tuple(p.shape) for name, p in net.named_parameters()}
+
+# %% wrong id=infer_shapes -- uses short names from each module's own parameters
+def infer_shapes(net, input_shape):
+    first = next(iter(net.parameters()), None)
+    zeros = torch.zeros(input_shape) if first is None else torch.zeros(input_shape, dtype=first.dtype, device=first.device)
+    modes = {module: module.training for module in net.modules()}
+    net.eval()
+    try:
+        with torch.no_grad():
+            net(zeros)
+    finally:
+        for module, training in modes.items():
+            module.train(training)
+    return [(name, tuple(p.shape)) for m in net.modules() for name, p in m.named_parameters(recurse=False)]
+
+# %% wrong id=infer_shapes -- uses random input instead of zeros
+def infer_shapes(net, input_shape):
+    first = next(iter(net.parameters()), None)
+    example = torch.randn(input_shape) if first is None else torch.randn(input_shape, dtype=first.dtype, device=first.device)
+    modes = {module: module.training for module in net.modules()}
+    net.eval()
+    try:
+        with torch.no_grad():
+            net(example)
+    finally:
+        for module, training in modes.items():
+            module.train(training)
+    return [(name, tuple(p.shape)) for name, p in net.named_parameters()]
+
+# %% wrong id=infer_shapes -- dry run in training mode: BatchNorm statistics move (no_grad does not stop that)
+def infer_shapes(net, input_shape):
+    first = next(iter(net.parameters()), None)
+    zeros = torch.zeros(input_shape) if first is None else torch.zeros(input_shape, dtype=first.dtype, device=first.device)
+    with torch.no_grad():
+        net(zeros)
+    return [(name, tuple(p.shape)) for name, p in net.named_parameters()]
+
+# %% wrong id=infer_shapes -- switches to eval for the dry run and leaves the net there
+def infer_shapes(net, input_shape):
+    first = next(iter(net.parameters()), None)
+    zeros = torch.zeros(input_shape) if first is None else torch.zeros(input_shape, dtype=first.dtype, device=first.device)
+    net.eval()
+    with torch.no_grad():
+        net(zeros)
+    return [(name, tuple(p.shape)) for name, p in net.named_parameters()]
+
+# %% wrong id=infer_shapes -- restores the modes only when the dry run succeeds (no try/finally)
+def infer_shapes(net, input_shape):
+    first = next(iter(net.parameters()), None)
+    zeros = torch.zeros(input_shape) if first is None else torch.zeros(input_shape, dtype=first.dtype, device=first.device)
+    modes = {module: module.training for module in net.modules()}
+    net.eval()
+    with torch.no_grad():
+        net(zeros)
+    for module, training in modes.items():
+        module.train(training)
+    return [(name, tuple(p.shape)) for name, p in net.named_parameters()]
+
+# %% wrong id=infer_shapes -- zeros of the default dtype: a network moved to float64 fails
+def infer_shapes(net, input_shape):
+    modes = {module: module.training for module in net.modules()}
+    net.eval()
+    try:
+        with torch.no_grad():
+            net(torch.zeros(input_shape))
+    finally:
+        for module, training in modes.items():
+            module.train(training)
+    return [(name, tuple(p.shape)) for name, p in net.named_parameters()]
 
 # %% wrong id=MultiWidthNet -- one lazy input layer for every width: it fixes its width at the first batch
 class MultiWidthNet(nn.Module):
@@ -172,7 +310,8 @@ class MultiWidthNet(nn.Module):
     def forward(self, X):
         d = X.shape[-1]
         if d not in self.inputs:
-            self.inputs[d] = nn.LazyLinear(self.hidden)
+            shared = self.body[1].weight
+            self.inputs[d] = nn.LazyLinear(self.hidden, device=shared.device, dtype=shared.dtype)
         return self.body(self.inputs[d](X))
 
 # %% wrong id=MultiWidthNet -- makes a new input layer on every call
@@ -185,7 +324,8 @@ class MultiWidthNet(nn.Module):
 
     def forward(self, X):
         key = str(X.shape[-1])
-        self.inputs[key] = nn.LazyLinear(self.hidden)
+        shared = self.body[1].weight
+        self.inputs[key] = nn.LazyLinear(self.hidden, device=shared.device, dtype=shared.dtype)
         return self.body(self.inputs[key](X))
 
 # %% wrong id=MultiWidthNet -- a whole network per width: the body is not shared
@@ -199,7 +339,7 @@ class MultiWidthNet(nn.Module):
         key = str(X.shape[-1])
         if key not in self.nets:
             self.nets[key] = nn.Sequential(nn.LazyLinear(self.hidden), nn.ReLU(),
-                                           nn.Linear(self.hidden, self.out_features))
+                                           nn.Linear(self.hidden, self.out_features)).to(X.device, X.dtype)
         return self.nets[key](X)
 
 # %% wrong id=MultiWidthNet -- keys the input layers on the batch size instead of the width
@@ -213,7 +353,8 @@ class MultiWidthNet(nn.Module):
     def forward(self, X):
         key = str(X.shape[0])
         if key not in self.inputs:
-            self.inputs[key] = nn.LazyLinear(self.hidden)
+            shared = self.body[1].weight
+            self.inputs[key] = nn.LazyLinear(self.hidden, device=shared.device, dtype=shared.dtype)
         return self.body(self.inputs[key](X))
 
 # %% wrong id=MultiWidthNet -- ignores the constructor's sizes
@@ -226,5 +367,50 @@ class MultiWidthNet(nn.Module):
     def forward(self, X):
         key = str(X.shape[-1])
         if key not in self.inputs:
-            self.inputs[key] = nn.LazyLinear(16)
+            shared = self.body[1].weight
+            self.inputs[key] = nn.LazyLinear(16, device=shared.device, dtype=shared.dtype)
+        return self.body(self.inputs[key](X))
+
+# %% wrong id=MultiWidthNet -- no ReLU: the network is one linear map
+class MultiWidthNet(nn.Module):
+    def __init__(self, hidden=16, out_features=1):
+        super().__init__()
+        self.hidden = hidden
+        self.inputs = nn.ModuleDict()
+        self.output = nn.Linear(hidden, out_features)
+
+    def forward(self, X):
+        key = str(X.shape[-1])
+        if key not in self.inputs:
+            shared = self.output.weight
+            self.inputs[key] = nn.LazyLinear(self.hidden, device=shared.device, dtype=shared.dtype)
+        return self.output(self.inputs[key](X))
+
+# %% wrong id=MultiWidthNet -- the ReLU on the output instead of on the hidden layer
+class MultiWidthNet(nn.Module):
+    def __init__(self, hidden=16, out_features=1):
+        super().__init__()
+        self.hidden = hidden
+        self.inputs = nn.ModuleDict()
+        self.output = nn.Linear(hidden, out_features)
+
+    def forward(self, X):
+        key = str(X.shape[-1])
+        if key not in self.inputs:
+            shared = self.output.weight
+            self.inputs[key] = nn.LazyLinear(self.hidden, device=shared.device, dtype=shared.dtype)
+        return torch.relu(self.output(self.inputs[key](X)))
+
+# %% wrong id=MultiWidthNet -- makes a new input layer on the default dtype: a new width after .to(torch.float64) fails
+class MultiWidthNet(nn.Module):
+    def __init__(self, hidden=16, out_features=1):
+        super().__init__()
+        self.hidden = hidden
+        self.inputs = nn.ModuleDict()
+        self.body = nn.Sequential(nn.ReLU(), nn.Linear(hidden, out_features))
+
+    def forward(self, X):
+        key = str(X.shape[-1])
+        if key not in self.inputs:
+            self.inputs[key] = nn.LazyLinear(self.hidden)
         return self.body(self.inputs[key](X))
