@@ -16,9 +16,10 @@
 # %% [markdown]
 # # Exercise 2: Parameter management
 #
-# Five functions to write and one question to answer. Write your code where it
-# says `YOUR CODE HERE` (delete the `raise NotImplementedError()` line), then run
-# the test cell under it: silence means the visible checks pass. When grading,
+# Five functions to write and two questions to answer (the second after a small
+# experiment of your own). Write your code where it says `YOUR CODE HERE`
+# (delete the `raise NotImplementedError()` line), then run the test cell under
+# it: silence means the visible checks pass. When grading,
 # more checks of the same behaviour run on other inputs, so make the code right,
 # not just the examples.
 #
@@ -255,13 +256,13 @@ def _make_net():
 
 _net = _make_net()
 _names = freeze(_net, ["2.0."])
-assert _names is not None and sorted(_names) == ["2.0.bias", "2.0.weight"], \
-    f"freeze(net, ['2.0.']) should return ['2.0.weight', '2.0.bias'], got {_names}."
-_flags = {name: p.requires_grad for name, p in _net.named_parameters()}
+_flags = {name: p.requires_grad for name, p in _net.named_parameters()}  # read before _names is used
 assert not _flags["2.0.weight"] and not _flags["2.0.bias"], \
-    "The matching parameters still require gradients: set requires_grad on the parameter itself, not on .data or a copy."
+    "After freeze(net, ['2.0.']) returned, the matching parameters still require gradients: set requires_grad on the parameter itself (not on .data or a copy), during the call (a function with yield does nothing until its result is iterated)."
 assert all(_flags[n] for n in ["0.weight", "0.bias", "2.1.weight", "2.1.bias"]), \
     "Parameters whose names do not start with a prefix should stay trainable."
+assert _names is not None and sorted(_names) == ["2.0.bias", "2.0.weight"], \
+    f"freeze(net, ['2.0.']) should return ['2.0.weight', '2.0.bias'], got {_names}."
 ### BEGIN HIDDEN TESTS
 _net = _make_net()
 _names = freeze(_net, ("0.", "2.1.weight"))
@@ -277,6 +278,10 @@ assert _net[0].weight.grad is None and _net[2][0].weight.grad is not None, \
 _net = _make_net()
 assert list(freeze(_net, [])) == [] and all(p.requires_grad for p in _net.parameters()), \
     "With no prefixes nothing should be frozen."
+_net = _make_net()
+freeze(_net, ("2.1.", "0.bias"))  # called for its effect alone, its result ignored
+assert [n for n, p in _net.named_parameters() if not p.requires_grad] == ["0.bias", "2.1.weight", "2.1.bias"], \
+    "Called on its own line, freeze should already have frozen the matching parameters: do the work inside the call, not in a generator."
 _net = _make_net()
 _ids = [id(p) for p in _net.parameters()]
 assert sorted(freeze(_net, ["2"])) == ["2.0.bias", "2.0.weight", "2.1.bias", "2.1.weight"], \
@@ -299,11 +304,14 @@ assert [id(p) for p in _net.parameters()] == _ids and all(isinstance(p, nn.Param
 # set of weights at every position or time step, and a language model often ties
 # its input embedding to its output layer so that a word is represented the same
 # way when read and when predicted. Each shared weight also gets a gradient from
-# every place it is used, so it sees more training signal per step. Keep in mind
-# that those gradients are summed, so the shared weight takes a larger effective
-# step (the learning rate may need care), that editing or re-initializing it
-# changes every place at once, and that copying the module (for example with
-# `copy.deepcopy` of a part) can silently break the tie.
+# every place it is used, so it learns from all of them at once. Keep in mind
+# that those gradients are *summed*: where the uses agree, the sum is larger
+# than either term and the shared weight takes a bigger step than one use would
+# (the learning rate may need care); where they pull in opposite directions,
+# the terms cancel and the sum can be smaller than either use alone, so the
+# weight hardly moves even though each use has a large gradient. Also, editing
+# or re-initializing it changes every place at once, and copying the module
+# (for example with `copy.deepcopy` of a part) can silently break the tie.
 
 # %% [markdown]
 # ## 7. Watch a tied network train

@@ -45,7 +45,10 @@ print(net(X).shape)
 # `(out_features, in_features)`) and its `bias`.
 
 # %%
-print(net[2].state_dict())
+layer_state = net[2].state_dict()
+print(type(layer_state).__name__)
+for name, tensor in layer_state.items():
+    print(name, tuple(tensor.shape), tensor.dtype)
 
 # %% [markdown]
 # ## The `state_dict` of a whole net
@@ -137,8 +140,9 @@ print(net.get_parameter("2.bias") is net[2].bias)
 # ## Nested blocks from factory functions
 #
 # A function that returns a fresh block can be called in a loop; `add_module`
-# gives each copy a name of our choice. Names may be any string, here with a
-# space in them.
+# gives each copy a name of our choice, here with a space in it. (A name may
+# not contain a dot, be empty, or repeat an existing attribute such as
+# `forward`: lesson 1 shows the `KeyError`.)
 
 # %%
 def block1():
@@ -308,25 +312,28 @@ rgnet(torch.rand(2, 4)).sum().backward()
 print(rgnet[0][0][0].weight.grad is None, rgnet[1].weight.grad is not None)
 
 # %% [markdown]
-# Should the optimizer get only the trainable parameters? For the update itself
-# it makes no difference: the optimizers in `torch.optim` skip every parameter
-# whose `.grad` is `None`, so a frozen parameter gets no step, no weight decay
-# and no momentum either way. It is *not* true that an optimizer given every
-# parameter keeps state for the frozen ones: SGD, Adam and most others create
-# a parameter's state at its first step with a gradient. What does differ:
+# Should the optimizer get only the trainable parameters? The optimizers in
+# `torch.optim` skip every parameter whose `.grad` is `None`: no step, no
+# weight decay, no momentum. A parameter frozen before it ever had a gradient
+# keeps `.grad` at `None`, so for the update itself it makes no difference
+# whether the optimizer holds it. It is *not* true that an optimizer given
+# every parameter keeps state for the frozen ones: SGD, Adam and most others
+# create a parameter's state at its first step with a gradient. What does
+# differ:
 #
 # - Adagrad is the exception: it allocates its running sum for every parameter
 #   it holds as soon as it is built, frozen ones included;
-# - a parameter frozen between `backward()` and `step()` still has its old
-#   `.grad`, and an optimizer that holds it applies that stale gradient (unless
-#   `zero_grad()` clears it first);
+# - a parameter frozen after a `backward()` still has that `.grad`, and an
+#   optimizer that holds it applies the stale gradient at its next step (next
+#   cell); `zero_grad()` sets it to `None`, which stops the updates, while a
+#   gradient of zeros does not (the cell after);
 # - unfreezing later (`requires_grad_(True)`) makes it train again only with an
 #   optimizer that holds it;
 # - `param_groups` list exactly what you gave, which is what you see when you
 #   inspect or checkpoint the optimizer.
 #
-# Passing only the trainable ones states the intent and rules out the stale
-# gradient.
+# Passing only the trainable ones states the intent and rules out stale and
+# zeroed gradients alike.
 
 # %%
 trainable_params = [p for p in rgnet.parameters() if p.requires_grad]
@@ -347,6 +354,34 @@ layer.weight.requires_grad_(False)           # frozen after backward: .grad is s
 before = layer.weight.detach().clone()
 torch.optim.SGD(layer.parameters(), lr=0.1).step()
 print("a stale gradient still moved the frozen weight:", not torch.equal(before, layer.weight))
+
+# %% [markdown]
+# A zeroed gradient is not the same as no gradient. `zero_grad(set_to_none=False)`
+# (the only behaviour before PyTorch 2.0, and still found in older code) fills
+# `.grad` with zeros instead of removing it. The optimizer then steps the
+# frozen parameter like any other: SGD's momentum keeps moving it along its
+# old velocity, Adam keeps stepping on its running averages of past gradients,
+# and weight decay keeps shrinking it. With `None` it stays put.
+
+# %%
+optimizers = {
+    "SGD, momentum 0.9  ": lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9),
+    "AdamW, weight decay": lambda params: torch.optim.AdamW(params, lr=0.1, weight_decay=0.1),
+}
+for label, make_optimizer in optimizers.items():
+    for set_to_none in (True, False):
+        torch.manual_seed(3)
+        layer = nn.Linear(2, 1)
+        optimizer = make_optimizer(layer.parameters())
+        layer(torch.ones(1, 2)).sum().backward()
+        optimizer.step()                          # one ordinary step fills momentum / moments
+        layer.weight.requires_grad_(False)        # freeze the weight, keep training the bias
+        optimizer.zero_grad(set_to_none=set_to_none)
+        before = layer.weight.detach().clone()
+        layer(torch.ones(1, 2)).sum().backward()
+        optimizer.step()
+        state = "None " if layer.weight.grad is None else "zeros"
+        print(f"{label} | frozen weight's grad {state} | moved: {not torch.equal(before, layer.weight)}")
 
 # %% [markdown]
 # ## Training a tied network
@@ -407,6 +442,63 @@ print(f"the shared weight moved by {(shared.weight - start).norm().item():.4f} i
 # terms would cancel and the shared weight would hardly move.
 
 # %% [markdown]
+# ## In practice: snapshots and parameter groups
+#
+# `state_dict()` does not copy anything. Its tensors are the module's own
+# parameters and buffers (detached from autograd, but sharing their memory), so
+# the dictionary changes whenever the model does. Keeping
+# `best = model.state_dict()` as "the best model so far" keeps a window onto
+# the live weights, and every later optimizer step moves it. A snapshot needs
+# copies: clone every tensor, or `copy.deepcopy` the whole dictionary.
+# (`torch.save` writes copies to disk, so a saved file is safe.)
+
+# %%
+torch.manual_seed(5)
+model = nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), nn.ReLU(), nn.Linear(8, 1))
+best = model.state_dict()                                         # shares memory with the model
+snapshot = {name: t.clone() for name, t in model.state_dict().items()}
+with torch.no_grad():
+    model[0].weight.add_(1.0)                                     # training goes on
+print("state_dict() followed the change:", torch.equal(best["0.weight"], model[0].weight))
+print("the cloned snapshot kept the old values:", not torch.equal(snapshot["0.weight"], model[0].weight))
+print("copy.deepcopy copies too:", copy.deepcopy(best)["0.weight"].data_ptr() != model[0].weight.data_ptr())
+
+# %% [markdown]
+# An optimizer does not need one setting for all parameters. Given a list of
+# dictionaries, each with its own `"params"`, it keeps one *parameter group*
+# per dictionary, and any setting written in a group overrides the default for
+# that group. Two common uses:
+#
+# - a smaller learning rate for a pretrained body than for a new head;
+# - no weight decay on biases and normalization weights. Decay pulls values
+#   towards zero, a sensible prior for a weight matrix but not for a bias or a
+#   LayerNorm scale (a scale of zero switches its unit off), and there are few
+#   of them to regularize anyway. They are exactly the parameters with one
+#   dimension.
+#
+# A parameter may sit in one group only; the optimizer refuses duplicates.
+
+# %%
+matrices = [p for p in model.parameters() if p.ndim >= 2]
+vectors = [p for p in model.parameters() if p.ndim < 2]       # biases and LayerNorm weights
+optimizer = torch.optim.AdamW([
+    {"params": matrices, "weight_decay": 0.01},
+    {"params": vectors, "weight_decay": 0.0},
+], lr=1e-3)
+for group in optimizer.param_groups:
+    print(f"{len(group['params'])} tensors, lr {group['lr']}, weight decay {group['weight_decay']}")
+
+optimizer = torch.optim.SGD([
+    {"params": model[:3].parameters(), "lr": 1e-4},   # a pretrained body: small steps
+    {"params": model[3].parameters()},                # the new head: the default below
+], lr=1e-2, momentum=0.9)
+print([group["lr"] for group in optimizer.param_groups])
+try:
+    torch.optim.SGD([{"params": matrices}, {"params": model.parameters()}], lr=0.1)
+except ValueError as error:
+    print("ValueError:", error)
+
+# %% [markdown]
 # ## Summary
 #
 # - `state_dict()` maps qualified names to tensors; `named_parameters()` gives the
@@ -419,11 +511,16 @@ print(f"the shared weight moved by {(shared.weight - start).norm().item():.4f} i
 #   both places, gradients of the uses summed. `parameters()` lists it once.
 # - Count with `numel()`; freeze with `requires_grad_(False)`. Optimizers skip
 #   parameters whose `.grad` is `None` and most keep no state for them (Adagrad
-#   does); give them only the trainable ones so a stale gradient cannot move a
-#   frozen one.
+#   does); give them only the trainable ones so that neither a stale nor a
+#   zeroed gradient can move a frozen one.
 # - Training keeps tied places identical; the shared gradient is the sum of one
 #   term per use.
 # - Only modules with parameters or buffers have `state_dict` entries.
 # - Edit parameters under `torch.no_grad()`; `param.data` edits bypass autograd.
+# - A gradient of zeros is still a gradient: momentum, Adam's moments and weight
+#   decay keep moving a frozen parameter unless its `.grad` is `None`.
+# - `state_dict()` shares memory with the model: clone it for a snapshot.
+# - Parameter groups give parts of a model their own learning rate or weight
+#   decay (none for biases and normalization weights).
 #
 # Now try it yourself: `exercises/02_parameters/02_parameters.ipynb`.

@@ -122,3 +122,10 @@ def freeze(module, prefixes):
     for name, param in module.named_parameters():
         if name.startswith(tuple(prefixes)):
             param.requires_grad = False
+
+# %% wrong id=freeze -- a generator: it freezes only while someone iterates its result, so a bare call freezes nothing
+def freeze(module, prefixes):
+    for name, param in module.named_parameters():
+        if name.startswith(tuple(prefixes)):
+            param.requires_grad_(False)
+            yield name
