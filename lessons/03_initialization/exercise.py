@@ -63,7 +63,10 @@ def init_normal(m):
 # of the same std; its standard error is 5e-4, the margin 0.01.
 torch.manual_seed(10)
 _net = nn.Sequential(nn.Linear(1000, 1000), nn.ReLU(), nn.Linear(1000, 10))
+_params = [_net[0].weight, _net[0].bias]
 _net.apply(init_normal)
+assert _net[0].weight is _params[0] and _net[0].bias is _params[1], \
+    "init_normal replaced the layer's weight or bias with a new tensor: fill the existing parameters in place (nn.init.normal_, nn.init.zeros_), so an optimizer built earlier still trains them."
 _w = _net[0].weight.detach()
 assert abs(_w.std().item() - 0.01) < 5e-4, \
     f"The weights' std is {_w.std().item():.4g}, not 0.01: pass std=0.01 (not the variance 0.01**2, nor as the mean)."
@@ -93,6 +96,11 @@ assert abs(_single.weight.std().item() - 0.01) < 5e-4 and not _single.bias.any()
     "Called directly on one nn.Linear, init_normal should initialize it."
 assert _single.weight.is_leaf and _single.weight.requires_grad, \
     "After init the weight should still be a trainable leaf parameter."
+_layer = nn.Linear(200, 300)
+_held = torch.optim.SGD(_layer.parameters(), lr=0.1).param_groups[0]["params"]  # built before init
+_layer.apply(init_normal)
+assert abs(_held[0].std().item() - 0.01) < 1e-3 and not _held[1].any(), \
+    "An optimizer built before init_normal still holds the old values: change the parameters in place, do not assign new ones."
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -220,8 +228,11 @@ _linears = [_net[0], _net[2][0], _net[3]]
 _expected = [_reference(m.weight) for m in _linears]
 _bn = _net[2][1].weight.detach().clone()
 _biases = [m.bias.detach().clone() for m in _linears]
+_weights = [m.weight for m in _linears]
 with torch.no_grad():
     _net.apply(my_init)
+assert all(m.weight is w for m, w in zip(_linears, _weights)), \
+    "my_init replaced a weight with a new Parameter: pass the layer's own weight to weird_init_, which changes it in place."
 _gaps = [_ks_distance(m.weight, e) for m, e in zip(_linears, _expected)]
 assert _gaps[0] < 0.05 and _gaps[2] < 0.05, \
     f"The nn.Linear weights do not look like weird_init_'s output (distances {[round(g, 3) for g in _gaps]}): " \
@@ -377,7 +388,10 @@ assert activation_stds(nn.Sequential(nn.ReLU(), nn.Tanh()), _x) == [], "A net wi
 # stacks, where a random Gaussian matrix's spread of singular values would make
 # some directions explode and others vanish. `trunc_normal_` (a normal law with
 # the tails cut off) is another good answer: used in transformers so that no
-# single weight starts far out in the tails.
+# single weight starts far out in the tails. Its bounds `a` and `b` are
+# absolute values, not multiples of `std`: with `std=0.02` the defaults
+# `a=-2, b=2` lie 100 standard deviations out and cut nothing, so a cut at two
+# standard deviations is `trunc_normal_(w, std=0.02, a=-0.04, b=0.04)`.
 
 # %% [markdown]
 # ## Summary

@@ -151,9 +151,10 @@ net.apply(init_small_normal)
 print(f"{net[0].weight.std().item():.2f}", net[0].bias.abs().max().item())
 
 # %% [markdown]
-# A constant initializer. All units of a layer then compute the same thing and
-# get the same gradient: they stay identical copies, which is why nobody trains
-# from a constant start.
+# A constant initializer for every layer. All units of a layer then compute the
+# same thing and get the same gradient, so every step changes them alike: they
+# stay identical copies, and a layer of 8 units works like a layer of one. That
+# is why nobody starts a whole network from constants.
 
 # %%
 def init_constant(m):
@@ -168,12 +169,50 @@ g = net[0].weight.grad
 print("all rows of the gradient equal:", torch.allclose(g, g[0].expand_as(g)))
 
 # %% [markdown]
+# The symmetry needs *every* layer to start constant, though. Starting one
+# layer at zero among random ones is common and works: the last layer of a
+# residual branch is often zeroed so that each block starts as the identity
+# (`x + branch(x) = x`), and a LoRA adapter starts its second matrix at zero so
+# that fine-tuning starts from the pretrained model. The zero layer's gradient
+# is the upstream gradient times its input, which the random layer before it
+# makes different for every unit, so its units part ways at the first step;
+# the layers before it get gradients from the second step on, once it is no
+# longer zero. (A layer with zero weight *and* bias followed by a ReLU is the
+# exception: its outputs are all 0, where PyTorch takes ReLU's slope as 0, so
+# no gradient ever gets through and it stays zero.)
+
+# %%
+torch.manual_seed(2)
+branch = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4))
+nn.init.zeros_(branch[2].weight)
+nn.init.zeros_(branch[2].bias)
+x, target = torch.randn(32, 4), torch.randn(32, 4)
+optimizer = torch.optim.SGD(branch.parameters(), lr=0.1)
+
+
+def rows_differ(g):
+    return not torch.allclose(g, g[0].expand_as(g))
+
+
+for step in range(2):
+    optimizer.zero_grad()
+    loss = ((x + branch(x) - target) ** 2).mean()  # a residual block: x + branch(x)
+    loss.backward()
+    last, first = branch[2].weight.grad, branch[0].weight.grad
+    print(f"step {step}: zero layer's gradient rows differ: {rows_differ(last)} |"
+          f" first layer's gradient is nonzero: {bool(first.abs().sum() > 0)}, rows differ: {rows_differ(first)}")
+    optimizer.step()
+
+# %% [markdown]
 # ## Different initializers for different blocks
 #
 # `apply` works on any submodule too, so each part of a model can get its own
-# rule: here Xavier for the first layer (it balances the variance of the forward
-# and the backward pass, `std = sqrt(2 / (fan_in + fan_out))`), and Kaiming for
-# ReLU inside the inner block.
+# rule, chosen by the activation that follows the layer. Here the first layer
+# feeds a ReLU, so it gets Kaiming for ReLU (`std = sqrt(2 / fan_in)`, which
+# makes up for the half of the signal a ReLU drops). The inner block's layer
+# feeds a Tanh, which is close to linear near zero, so it gets Xavier (it
+# balances the variance of the forward and the backward pass,
+# `std = sqrt(2 / (fan_in + fan_out))`). The output layer gets a constant.
 
 # %%
 def init_xavier(m):
@@ -189,10 +228,10 @@ def init_kaiming(m):
 
 
 torch.manual_seed(3)
-net[0].apply(init_xavier)
-net[2].apply(init_kaiming)
-net[3].apply(init_constant)
-print(f"xavier bound {math.sqrt(6 / (4 + 8)):.3f}, max |w| {net[0].weight.abs().max().item():.3f}")
+net[0].apply(init_kaiming)   # Linear(4, 8) -> ReLU
+net[2].apply(init_xavier)    # Sequential(Linear(8, 8), Tanh)
+net[3].apply(init_constant)  # the output layer
+print(f"xavier bound {math.sqrt(6 / (8 + 8)):.3f}, max |w| {net[2][0].weight.abs().max().item():.3f}")
 print(net[3].weight)
 
 # %% [markdown]
@@ -361,6 +400,77 @@ for label, stds in curves.items():
     print(f"{label:24s} {trend}")
 
 # %% [markdown]
+# ## In practice: gains, convolutions and skipping wasted work
+#
+# The *gain* in `xavier_*` and `kaiming_*` makes up for what the activation
+# after the layer does to the variance. `nn.init.calculate_gain(name, param)`
+# returns PyTorch's recommended value: 1 for no activation and for sigmoid, 5/3
+# for tanh, `sqrt(2)` for ReLU, `sqrt(2 / (1 + slope**2))` for leaky ReLU and
+# 3/4 for SELU. Xavier takes it as `gain=`; Kaiming takes the activation's name
+# (`nonlinearity=`, with the leaky slope as `a=`) and works it out itself. The
+# inner block above, which feeds a Tanh, would use the tanh gain.
+
+# %%
+for name, param in [("linear", None), ("sigmoid", None), ("tanh", None), ("relu", None),
+                    ("leaky_relu", 0.2), ("selu", None)]:
+    print(f"{name:10s} {nn.init.calculate_gain(name, param):.4f}")
+
+torch.manual_seed(8)
+w = nn.init.xavier_uniform_(torch.empty(256, 256), gain=nn.init.calculate_gain("tanh"))
+print(f"Xavier with the tanh gain: std {w.std().item():.3f}, 5/3 * sqrt(2 / (256 + 256)) = {5 / 3 * math.sqrt(2 / 512):.3f}")
+
+# %% [markdown]
+# For a convolution the fans come from the weight's shape,
+# `(out_channels, in_channels / groups, kernel_height, kernel_width)`:
+# `fan_in = shape[1] * kernel area`, every input value one output value sees,
+# and `fan_out = shape[0] * kernel area`. Kaiming's default `mode="fan_in"`
+# keeps the variance of the activations steady in the forward pass;
+# `mode="fan_out"` keeps that of the gradients steady in the backward pass
+# instead (torchvision's ResNets use it). The two differ when a layer changes
+# the number of channels.
+
+# %%
+conv = nn.Conv2d(16, 32, kernel_size=3)
+out_channels, in_channels, kernel_h, kernel_w = conv.weight.shape
+fans = {"fan_in": in_channels * kernel_h * kernel_w, "fan_out": out_channels * kernel_h * kernel_w}
+torch.manual_seed(9)
+for mode, fan in fans.items():
+    nn.init.kaiming_normal_(conv.weight, mode=mode, nonlinearity="relu")
+    print(f"mode={mode!r:10} fan {fan}: std {conv.weight.std().item():.3f}, sqrt(2 / fan) = {math.sqrt(2 / fan):.3f}")
+
+# %% [markdown]
+# Building a model runs every layer's default initialization, which is wasted
+# work when every value is about to be replaced, by your own initializer or by
+# a checkpoint you load: for a large model that is seconds of random numbers
+# and memory for values nobody uses. On the `meta` device, parameters have
+# shapes and dtypes but no memory and no values, so nothing is drawn.
+# `to_empty(device=...)` then allocates real memory *without* filling it (it
+# holds whatever was there before), and you fill every parameter and buffer
+# yourself: with `load_state_dict`, with your initializer, or with each
+# module's own `reset_parameters()`, which reruns its default initialization.
+# With the same seed the result equals a model built the ordinary way.
+
+# %%
+def make_model():
+    return nn.Sequential(nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 512), nn.LayerNorm(512),
+                         nn.Linear(512, 10))
+
+
+with torch.device("meta"):
+    model = make_model()                # shapes only: no memory, no random numbers
+print(model[0].weight.device, tuple(model[0].weight.shape))
+
+model = model.to_empty(device="cpu")    # real memory (on the device you train on), contents undefined
+torch.manual_seed(10)
+for module in model.modules():
+    if hasattr(module, "reset_parameters"):  # Linear, LayerNorm, convolutions, ...
+        module.reset_parameters()
+
+torch.manual_seed(10)
+reference = make_model()
+print(all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), reference.state_dict().values())))
+
+# %% [markdown]
 # ## Summary
 #
 # - `nn.Linear` starts from `U(-1/sqrt(fan_in), 1/sqrt(fan_in))` for weight and
@@ -368,12 +478,20 @@ for label, stds in curves.items():
 #   Xavier, and not the Kaiming scale for ReLU either.
 # - `nn.init` functions fill tensors in place; `net.apply(fn)` calls `fn` on
 #   every submodule, and `fn` picks modules by type.
-# - Different submodules can be initialized differently by applying to them.
+# - Different submodules can be initialized differently by applying to them;
+#   pick the rule by the activation after the layer (Kaiming before a ReLU,
+#   Xavier before a tanh, with `nn.init.calculate_gain` for the gain).
+# - A network that starts all constant never breaks its symmetry; one zero
+#   layer among random ones (residual branches, LoRA) is fine.
 # - Own initializers and direct edits change parameters in place under
 #   `torch.no_grad()`.
 # - A seed (global, or a `torch.Generator` passed to `nn.init`) makes
 #   initialization reproducible.
 # - The scale matters: in a deep ReLU stack only the Kaiming gain keeps the
 #   activations' spread steady.
+# - Convolutions count `in_channels * kernel area` as `fan_in`; `mode="fan_out"`
+#   scales for the backward pass instead.
+# - Build big models on the `meta` device, then `to_empty()` and initialize
+#   once (`reset_parameters()`, your own rule, or a checkpoint).
 #
 # Now try it yourself: `exercises/03_initialization/03_initialization.ipynb`.

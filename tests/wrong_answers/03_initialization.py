@@ -232,3 +232,10 @@ def activation_stds(net, x):
         for handle in handles:
             handle.remove()
     return stds
+
+# %% wrong id=init_normal -- assigns new Parameters instead of filling the layer's own in place
+def init_normal(m):
+    if isinstance(m, nn.Linear):
+        m.weight = nn.Parameter(torch.randn_like(m.weight) * 0.01)
+        if m.bias is not None:
+            m.bias = nn.Parameter(torch.zeros_like(m.bias))
