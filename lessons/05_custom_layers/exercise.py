@@ -53,6 +53,11 @@ assert torch.allclose(_out, torch.tensor([[-3.0, -2.0], [-1.0, 6.0]])), \
     "Expected X minus the mean of all entries (4.0): are you taking the mean along one dimension only?"
 assert torch.equal(_X, _kept), "The input was changed: compute X - X.mean() instead of subtracting in place."
 assert len(list(CenteredLayer().parameters())) == 0, "CenteredLayer should own no parameters."
+# By hand: output 0 is x0 - (x0 + x1 + x2) / 3, so its gradient is [2/3, -1/3, -1/3].
+_X = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+CenteredLayer()(_X)[0].backward()
+assert _X.grad is not None and torch.allclose(_X.grad, torch.tensor([2 / 3, -1 / 3, -1 / 3])), \
+    "The gradient of output 0 should be [2/3, -1/3, -1/3], since every entry moves the mean: keep the mean in the graph (no .detach(), .item(), .data or torch.no_grad())."
 ### BEGIN HIDDEN TESTS
 torch.manual_seed(11)
 _X = torch.randn(3, 4, 5) * 3 + 2

@@ -66,7 +66,8 @@ print("parameters of the centering layer:", len(list(net[1].parameters())))
 #
 # A layer that learns wraps its tensors in `nn.Parameter`. Assigning a parameter
 # as an attribute registers it: it shows up in `parameters()` and the
-# `state_dict`, follows `.to()`, and the optimizer sees it. Here is our own
+# `state_dict`, follows `.to()`, and an optimizer built from `parameters()`
+# afterwards updates it. Here is our own
 # fully connected layer with a ReLU, storing the weight as `(in_units, units)`
 # so that the forward pass is `X @ W + b`.
 
@@ -91,6 +92,28 @@ for name, param in linear.named_parameters():
 # %%
 torch.manual_seed(0)
 print(linear(torch.rand(2, 5)))
+
+# %% [markdown]
+# "Afterwards" matters. An optimizer keeps its own list of the parameters it
+# was given when it was built. A parameter added to the model later is
+# registered on the model, but that optimizer never sees it, so it never
+# changes, without any error. Build the optimizer once the model is complete,
+# or hand it the newcomer with `add_param_group`.
+
+# %%
+grown = MyLinear(5, 3)
+optimizer = torch.optim.SGD(grown.parameters(), lr=0.1)
+grown.scale = nn.Parameter(torch.ones(3))   # added after the optimizer was built
+print("registered on the layer:", [name for name, _ in grown.named_parameters()])
+
+
+def holds(optimizer, param):
+    return any(p is param for group in optimizer.param_groups for p in group["params"])
+
+
+print("the optimizer holds scale:", holds(optimizer, grown.scale))
+optimizer.add_param_group({"params": [grown.scale]})
+print("after add_param_group:    ", holds(optimizer, grown.scale))
 
 # %% [markdown]
 # ## The `.data` pitfall
@@ -198,15 +221,33 @@ print(scale(torch.ones(1, 3), "cats"), scale(torch.ones(1, 3), "dogs"))
 # %% [markdown]
 # ## Custom layers inside `nn.Sequential`
 #
-# Custom layers combine freely with built-in ones. (A layer whose `forward`
-# needs extra arguments, like `TaskScale`, does not fit `nn.Sequential`, which
-# passes exactly one tensor along.)
+# Custom layers combine freely with built-in ones.
 
 # %%
 torch.manual_seed(0)
 net = nn.Sequential(MyLinear(64, 8), CenteredLayer(), StepwiseLinear(8, 2), MyLinear(8, 1))
 print("output shape:", tuple(net(torch.rand(2, 64)).shape))
 print("parameter tensors:", len(list(net.parameters())))
+
+# %% [markdown]
+# `nn.Sequential` hands exactly one object from each module to the next:
+# whatever the previous module returned, a tensor, a tuple or a dict. So a
+# layer whose `forward` needs a second argument, like `TaskScale`, does not
+# fit, but a module that returns a tuple does, as long as the next one takes
+# the tuple apart. An `nn.LSTM` returns `(output, (h, c))`; a one-line layer
+# picks the output.
+
+# %%
+class FirstOf(nn.Module):
+    def forward(self, pair):
+        return pair[0]
+
+
+torch.manual_seed(0)
+lstm = nn.LSTM(input_size=3, hidden_size=5, batch_first=True)
+print(type(lstm(torch.rand(4, 7, 3))).__name__)
+sequence_net = nn.Sequential(lstm, FirstOf(), nn.Linear(5, 2))
+print("output shape:", tuple(sequence_net(torch.rand(4, 7, 3)).shape))
 
 # %% [markdown]
 # ## Readable printing with `extra_repr`
@@ -293,6 +334,98 @@ except GradcheckError as error:
     print(type(error).__name__ + ":", str(error).splitlines()[0].rstrip(","))
 
 # %% [markdown]
+# ## A custom autograd function
+#
+# Sometimes autograd's own derivative is not what you want: it is slow or
+# unstable for the formula as written, or the operation is not built from
+# torch operations at all. Then you write the derivative yourself, as a
+# `torch.autograd.Function` with two static methods: `forward` computes the
+# output and saves what the backward pass needs on `ctx`; `backward` gets the
+# gradient of the loss with respect to the output and returns one gradient per
+# input. Our example is SiLU, `x * sigmoid(x)`, whose derivative is
+# `s * (1 + x * (1 - s))` with `s = sigmoid(x)`. A module calls the function
+# through `.apply`.
+
+# %%
+class SiLUFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * torch.sigmoid(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        s = torch.sigmoid(x)
+        return grad_output * s * (1 + x * (1 - s))
+
+
+class MySiLU(nn.Module):
+    def forward(self, X):
+        return SiLUFunction.apply(X)
+
+
+torch.manual_seed(0)
+x = torch.randn(6, dtype=torch.float64, requires_grad=True)
+print("same values as F.silu:", torch.allclose(MySiLU()(x), F.silu(x)))
+
+# %% [markdown]
+# A hand-written `backward` is exactly where mistakes hide: nothing compares
+# it with `forward`, so a wrong derivative trains badly and raises nothing.
+# `gradcheck` does the comparison, again in double precision. Below, the
+# correct function passes, and a version that applied only half of the product
+# rule (it keeps `sigmoid(x)`, the term from differentiating the factor `x`)
+# fails.
+
+# %%
+class ForgetfulSiLU(SiLUFunction):
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output * torch.sigmoid(x)  # only half of the product rule
+
+
+print("gradcheck passed:", torch.autograd.gradcheck(SiLUFunction.apply, (x,)))
+try:
+    torch.autograd.gradcheck(ForgetfulSiLU.apply, (x,))
+except GradcheckError as error:
+    print(type(error).__name__ + ":", str(error).splitlines()[0].rstrip(","))
+
+# %% [markdown]
+# ## Tensors made inside `forward`
+#
+# A tensor created inside `forward` (a mask, a range of positions, a constant
+# matrix) starts on the CPU in float32 unless told otherwise. Parameters and
+# buffers follow `.to()` and `.double()`; such a tensor does not, so the layer
+# breaks as soon as its input lives elsewhere: on a GPU with a device-mismatch
+# error, in double precision (as `gradcheck` needs) with a dtype error. Create
+# it with `device=X.device, dtype=X.dtype`, or with `torch.zeros_like(X)`,
+# `X.new_ones(...)` and friends, which copy both from `X`. Here a layer
+# computes running sums along the last dimension as a product with a
+# triangular matrix of ones.
+
+# %%
+class RunningSum(nn.Module):
+    def forward(self, X):
+        n = X.shape[-1]
+        return X @ torch.ones(n, n).triu()  # float32 on the CPU, whatever X is
+
+
+class RunningSumFixed(nn.Module):
+    def forward(self, X):
+        n = X.shape[-1]
+        return X @ torch.ones(n, n, device=X.device, dtype=X.dtype).triu()
+
+
+X = torch.randn(2, 4, dtype=torch.float64, requires_grad=True)
+try:
+    RunningSum()(X)
+except RuntimeError as error:
+    print("RuntimeError:", error)
+print("running sums right:", torch.allclose(RunningSumFixed()(X), X.cumsum(-1)))
+print("gradcheck passed:", torch.autograd.gradcheck(RunningSumFixed(), (X,)))
+
+# %% [markdown]
 # ## Summary
 #
 # - A custom layer is an `nn.Module`: state in `__init__`, computation in
@@ -302,9 +435,14 @@ except GradcheckError as error:
 # - Use the parameters themselves in `forward`: `.data` bypasses autograd,
 #   their gradients stay `None` and they never learn, without any error. Edit
 #   parameters under `torch.no_grad()`, not through `.data`.
-# - Custom layers mix with built-in ones in `nn.Sequential`; `extra_repr` makes
-#   them print their sizes.
+# - An optimizer only updates the parameters it was built with: build it after
+#   the model is complete.
+# - Custom layers mix with built-in ones in `nn.Sequential`, which passes one
+#   object (of any type) from module to module; `extra_repr` makes them print
+#   their sizes.
 # - `torch.autograd.gradcheck` in double precision checks a layer's gradients
-#   against finite differences.
+#   against finite differences, and a hand-written `torch.autograd.Function`'s
+#   `backward` against its `forward`.
+# - Tensors made inside `forward` take the input's device and dtype.
 #
 # Now practise in the exercise notebook `exercises/05_custom_layers/05_custom_layers.ipynb`.

@@ -138,3 +138,8 @@ class TensorReduction(nn.Module):
 
     def forward(self, x):
         return torch.einsum("ijk,bi,cj->bk", self.weight, x, x)
+
+# %% wrong id=CenteredLayer -- subtracts the mean as a Python number, which autograd treats as a constant
+class CenteredLayer(nn.Module):
+    def forward(self, X):
+        return X - X.mean().item()
