@@ -187,7 +187,6 @@ branch = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4))
 nn.init.zeros_(branch[2].weight)
 nn.init.zeros_(branch[2].bias)
 x, target = torch.randn(32, 4), torch.randn(32, 4)
-optimizer = torch.optim.SGD(branch.parameters(), lr=0.1)
 
 
 def rows_differ(g):
@@ -195,13 +194,15 @@ def rows_differ(g):
 
 
 for step in range(2):
-    optimizer.zero_grad()
+    branch.zero_grad()
     loss = ((x + branch(x) - target) ** 2).mean()  # a residual block: x + branch(x)
     loss.backward()
     last, first = branch[2].weight.grad, branch[0].weight.grad
     print(f"step {step}: zero layer's gradient rows differ: {rows_differ(last)} |"
           f" first layer's gradient is nonzero: {bool(first.abs().sum() > 0)}, rows differ: {rows_differ(first)}")
-    optimizer.step()
+    with torch.no_grad():
+        for param in branch.parameters():
+            param -= 0.1 * param.grad  # one plain gradient-descent step
 
 # %% [markdown]
 # ## Different initializers for different blocks
