@@ -297,8 +297,9 @@ print(count(tied), count(untied))
 # ## Freezing parameters
 #
 # Setting `requires_grad=False` freezes a parameter: backward no longer computes
-# its gradient, so an optimizer leaves it alone. A common use is fine-tuning only
-# the last layer of a pretrained net.
+# its gradient, so an optimizer leaves it alone, as long as its `.grad` is
+# `None` (more on that below). A common use is fine-tuning only the last layer
+# of a pretrained net.
 
 # %%
 for name, param in rgnet.named_parameters():
@@ -357,7 +358,7 @@ print("a stale gradient still moved the frozen weight:", not torch.equal(before,
 
 # %% [markdown]
 # A zeroed gradient is not the same as no gradient. `zero_grad(set_to_none=False)`
-# (the only behaviour before PyTorch 2.0, and still found in older code) fills
+# (the default before PyTorch 2.0, and still found in older code) fills
 # `.grad` with zeros instead of removing it. The optimizer then steps the
 # frozen parameter like any other: SGD's momentum keeps moving it along its
 # old velocity, Adam keeps stepping on its running averages of past gradients,

@@ -67,9 +67,9 @@ print("parameters of the centering layer:", len(list(net[1].parameters())))
 # A layer that learns wraps its tensors in `nn.Parameter`. Assigning a parameter
 # as an attribute registers it: it shows up in `parameters()` and the
 # `state_dict`, follows `.to()`, and an optimizer built from `parameters()`
-# afterwards updates it. Here is our own
-# fully connected layer with a ReLU, storing the weight as `(in_units, units)`
-# so that the forward pass is `X @ W + b`.
+# afterwards updates it. Here is our own fully connected layer with a ReLU,
+# storing the weight as `(in_units, units)` so that the forward pass is
+# `X @ W + b`.
 
 # %%
 class MyLinear(nn.Module):
