@@ -34,11 +34,13 @@ import time
 from queue import Empty
 
 from nbclient.exceptions import DeadKernelError
+from nbclient.util import run_sync
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Float, Int, List, Unicode, default
 
 from . import sandbox as sandbox_tool
+from . import trusted
 from .sandbox import SandboxedKernelManager
 
 
@@ -81,6 +83,9 @@ class GuardedExecute(Execute):
     _deadline = None
     _current = None
     _death = None
+    _runner = None
+    _scratch = ""
+    _imports: dict = {}
 
     # nbconvert re-runs NotebookClient.__init__ inside preprocess(), resetting
     # attributes set here: these must be trait defaults.
@@ -104,7 +109,8 @@ class GuardedExecute(Execute):
     @default("extra_arguments")
     def _default_extra_arguments(self):
         imports = "".join(f"__import__({name!r}); " for name in self.preload)
-        return [f"--IPKernelApp.exec_lines={imports}{FORK_GUARD}"]
+        # The trusted test runner starts last: after torch is loaded, before any student code.
+        return [f"--IPKernelApp.exec_lines={imports}{FORK_GUARD}; {trusted.BOOT_LINE}"]
 
     @default("timeout_func")
     def _default_timeout_func(self):
@@ -144,6 +150,60 @@ class GuardedExecute(Execute):
                 self._problems.append(f"{self._name(self._current)}: timed out after {timeout} s and was interrupted")
                 return reply
         raise DeadKernelError(f"a cell ran past {timeout} s and ignored the interrupt")
+
+    # -- the trusted test path (trusted.py, runner.py) -----------------------------
+    async def async_start_new_kernel_client(self):
+        kc = await super().async_start_new_kernel_client()
+        self._runner = trusted.RunnerChannel(self._scratch, timeout=self.startup_timeout)
+        return kc
+
+    # nbclient binds its sync names to its own coroutines: bind them to these.
+    start_new_kernel_client = run_sync(async_start_new_kernel_client)
+
+    def _kernel_gone(self) -> str | None:
+        return self._exit_reason()
+
+    def _flag(self, index, flags) -> None:
+        for flag in flags:
+            note = f"{self._name(index)}: {flag}"
+            if note not in self._flags:
+                self._flags.append(note)
+
+    def _runner_request(self, index, message: dict, timeout: float) -> dict | None:
+        """One request to the runner; None when the notebook broke the channel (flagged)."""
+        try:
+            return self._runner.request(message, timeout, self._kernel_gone)
+        except trusted.ChannelBroken as exc:
+            self._flag(index, [str(exc)])
+            return None
+        except TimeoutError:
+            raise DeadKernelError(f"a test ran past {timeout:.0f} s") from None
+        except EOFError as exc:
+            self._death = str(exc)
+            raise DeadKernelError("Kernel died") from None
+
+    async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):
+        if cell.cell_type != "code" or not cell.source.strip() or self._runner is None:
+            return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+        if not trusted.is_test_cell(cell):
+            result = await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+            reply = self._runner_request(cell_index, {"op": "check"}, timeout=30)
+            if reply is not None:
+                self._flag(cell_index, reply["flags"])
+            return result
+        # A test cell: run by the runner, scored from its record only.
+        hidden = trusted.HIDDEN_BEGIN in cell.source
+        message = {"op": "run", "source": trusted.python_source(cell.source), "imports": self._imports}
+        reply = self._runner_request(cell_index, message, timeout=self._cell_timeout(cell))
+        if reply is None:
+            reply = {"passed": False, "ename": "GraderFlag", "by_test": True,
+                     "message": "not run: the notebook broke the grader's channel to its tests"}
+        self._flag(cell_index, reply.get("flags", []))
+        cell.outputs = trusted.test_outputs(reply, hidden, trusted.hidden_lines(cell.source))
+        self.code_cells_executed += 1
+        return cell
+
+    execute_cell = run_sync(async_execute_cell)
 
     # -- running --------------------------------------------------------------
     async def _async_check_alive(self) -> None:
@@ -195,7 +255,7 @@ class GuardedExecute(Execute):
         raise RuntimeError("refusing to run student code without a sandbox: " + sandbox_tool.TRUSTED_HINT)
 
     def preprocess(self, nb, resources=None, km=None):
-        self._problems = []
+        self._problems, self._flags = [], []
         meta = nb.metadata.setdefault("grader", {})
         if meta.get("invalid"):
             # Nothing of the student's to run: every graded test scores zero.
@@ -210,6 +270,9 @@ class GuardedExecute(Execute):
             if os.path.isfile(source) and not name.endswith(".ipynb"):
                 shutil.copy(source, scratch)
         os.chmod(scratch, 0o700)
+        trusted.install(scratch)
+        self._scratch, self._runner, self._flags = scratch, None, []
+        self._imports = trusted.release_imports(nb)
         # nbgrader's Execute.__init__ always passes AsyncKernelManager as an
         # argument (so a trait default would never apply): set ours here.
         self.kernel_manager_class = SandboxedKernelManager
@@ -228,9 +291,15 @@ class GuardedExecute(Execute):
         except Exception as exc:  # a broken kernel start must not lose the submission
             self._mark_not_run(nb, f"{type(exc).__name__}: {exc}")
         finally:
+            if self._runner is not None:
+                self._runner.close()
+                self._runner = None
             shutil.rmtree(scratch, ignore_errors=True)
-        known = nb.metadata.setdefault("grader", {}).setdefault("problems", [])
+        meta = nb.metadata.setdefault("grader", {})
+        known = meta.setdefault("problems", [])
         known.extend(p for p in self._problems if p not in known)
+        flags = meta.setdefault("flags", [])
+        flags.extend(f for f in self._flags if f not in flags)
         return nb, resources
 
     def _name(self, index) -> str:

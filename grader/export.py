@@ -6,7 +6,7 @@ from pathlib import Path
 
 from .grade import Row
 
-COLUMNS = ["student_id", "score", "max_score", "status", "detail", "needs_manual", "grader_id"]
+COLUMNS = ["student_id", "score", "max_score", "status", "detail", "flags", "needs_manual", "grader_id"]
 
 
 def write_csv(rows: list[Row], path: Path) -> None:
@@ -17,7 +17,7 @@ def write_csv(rows: list[Row], path: Path) -> None:
         writer.writerow(COLUMNS + items)
         for row in rows:
             writer.writerow([row.student_id, _number(row.score), _number(row.max_score), row.status,
-                             row.detail, _number(row.needs_manual), row.grader_id]
+                             row.detail, row.flags, _number(row.needs_manual), row.grader_id]
                             + [_number(row.items.get(name, 0.0)) for name in items])
 
 

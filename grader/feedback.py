@@ -13,18 +13,36 @@ from pathlib import Path
 
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from .trusted import hidden_lines, scrub
+
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[^\n]*\n?", re.S | re.M)
 
 
+def _scrub_output(output, secret: list[str]) -> None:
+    if "text" in output:
+        output.text = scrub(output.text, secret)
+    if output.output_type == "error":
+        output.evalue = scrub(output.evalue, secret)
+        output.traceback = [f"{output.ename}: {output.evalue}"]
+    for kind, value in output.get("data", {}).items():
+        if isinstance(value, str) and kind.startswith("text/"):
+            output.data[kind] = scrub(value, secret)
+
+
 class HideHiddenTests(NbGraderPreprocessor):
-    def preprocess_cell(self, cell, resources, index):
-        meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type == "code" and meta.get("grade"):
-            cell.source = HIDDEN.sub("", cell.source).rstrip() + "\n"
+    """Test cells lose their hidden region; every output of every cell loses any
+    hidden-test line it quotes (whatever a notebook managed to print)."""
+
+    def preprocess(self, nb, resources):
+        secret = [line for cell in nb.cells if cell.cell_type == "code"
+                  for line in hidden_lines(cell.source)]
+        for cell in nb.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if cell.cell_type == "code" and meta.get("grade"):
+                cell.source = HIDDEN.sub("", cell.source).rstrip() + "\n"
             for output in cell.get("outputs", []):
-                if output.output_type == "error":
-                    output.traceback = [f"{output.ename}: {output.evalue}"]
-        return cell, resources
+                _scrub_output(output, secret)
+        return nb, resources
 
 
 def generate(assignment: str, db_url: str | None = None, root: Path | None = None) -> list[Path]:

@@ -50,6 +50,7 @@ class Row:
     max_score: float = 0.0
     status: str = "graded"
     detail: str = ""
+    flags: str = ""                   # tampering the trusted runner saw, with the cell; empty when clean
     grader_id: str = ""
     items: dict[str, float] = field(default_factory=dict)
     needs_manual: float = 0.0
@@ -288,6 +289,9 @@ def rows(options: Options, submissions, outcome) -> list[Row]:
                     failed = [name for name, points in tests if row.items[name] < points]
                     if failed:
                         details.append("failed: " + ", ".join(failed))
+                    row.flags = "; ".join((engine or {}).get("flags", []))
+                    if row.flags:
+                        row.status = "flagged"
             row.detail = "; ".join(details)
             row.items = row.items or {name: 0.0 for name, _ in tests}
             result.append(row)

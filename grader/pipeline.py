@@ -43,6 +43,7 @@ def grader_metadata(nb) -> dict:
     meta = nb.metadata.setdefault("grader", {})
     meta.setdefault("problems", [])
     meta.setdefault("invalid", None)
+    meta.setdefault("flags", [])
     return meta
 
 
@@ -103,9 +104,37 @@ class GraderNotes(NbGraderPreprocessor):
             lines.append(f"- This submission could not be read ({meta['invalid']}); it was graded as the "
                          "blank exercise, 0 points. Hand in the notebook file itself (.ipynb).")
         lines += [f"- {problem}" for problem in meta["problems"] if not problem.startswith("unreadable submission")]
+        if meta["flags"]:
+            lines.append("- **Flagged for the instructor**: the notebook tried to change how it is graded. "
+                         "Tests ran on the grader's own path, so only the answers earned points. What was seen:")
+            lines += [f"  - {flag}" for flag in meta["flags"]]
         if lines:
             cell = nbformat.v4.new_markdown_cell("**Notes from the grader**\n\n" + "\n".join(lines), id=NOTES_CELL_ID)
             nb.cells.insert(0, cell)
+        return nb, resources
+
+
+class FlagComments(NbGraderPreprocessor):
+    """Put the grader's flags into the gradebook as the auto comment of the first answer cell,
+    where Formgrader shows it to whoever grades the notebook."""
+
+    def preprocess(self, nb, resources):
+        from nbgrader.api import Gradebook, MissingEntry
+
+        flags = grader_metadata(nb)["flags"]
+        info = resources.get("nbgrader", {})
+        answers = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")]
+        if not flags or not answers or "db_url" not in info:
+            return nb, resources
+        name = answers[0].metadata["nbgrader"]["grade_id"]
+        with Gradebook(info["db_url"]) as gradebook:
+            try:
+                comment = gradebook.find_comment(name, info["notebook"], info["assignment"], info["student"])
+            except MissingEntry:
+                return nb, resources
+            text = "Flagged by the grader (tests ran on its own path):\n" + "\n".join(f"- {f}" for f in flags)
+            comment.auto_comment = text if not comment.auto_comment else f"{comment.auto_comment}\n\n{text}"
+            gradebook.db.commit()
         return nb, resources
 
 
@@ -116,7 +145,7 @@ def autograde_steps(execute):
                                         SaveAutoGrades)
 
     return [execute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
-            AssignLatePenalties, CheckCellMetadata, GraderNotes]
+            AssignLatePenalties, CheckCellMetadata, FlagComments, GraderNotes]
 
 
 def use_safe_autograde(c, *, trusted: bool = False) -> None:

@@ -8,19 +8,22 @@ from pathlib import Path
 def collect_scores(assignment: str, db_url: str | None = None, root: Path | None = None):
     from nbgrader.api import Gradebook
 
-    from .grade import Options, autograded_tests, course_config
+    from .grade import Options, autograded_tests, course_config, graded_metadata
 
     config = course_config(Options(assignment, Path("."), db_url=db_url, root=root))
     with Gradebook(config.CourseDirectory.db_url) as gradebook:
         found = gradebook.find_assignment(assignment)
         items = autograded_tests(found)
-        scores, passed = [], {name: 0 for name, _ in items}
+        scores, passed, flagged = [], {name: 0 for name, _ in items}, {}
         for submission in found.submissions:
             scores.append(submission.code_score)
+            flags = (graded_metadata(config, assignment, submission.student_id) or {}).get("flags", [])
+            if flags:
+                flagged[submission.student_id] = flags
             for name, points in items:
                 grade = gradebook.find_grade(name, assignment, assignment, submission.student_id)
                 passed[name] += grade.score >= points
-        return scores, items, passed, found.max_code_score
+        return scores, items, passed, found.max_code_score, flagged
 
 
 def report(assignment: str, db_url: str | None = None, out: Path | None = None, root: Path | None = None) -> str:
@@ -29,7 +32,7 @@ def report(assignment: str, db_url: str | None = None, out: Path | None = None, 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    scores, items, passed, max_score = collect_scores(assignment, db_url, root)
+    scores, items, passed, max_score, flagged = collect_scores(assignment, db_url, root)
     if out is None:
         from . import course
 
@@ -44,6 +47,8 @@ def report(assignment: str, db_url: str | None = None, out: Path | None = None, 
     for name, points in items:
         rate = passed[name] / n if n else 0.0
         lines.append(f"  {name:<28} {points:g} pts  passed by {passed[name]}/{n} ({rate:.0%})")
+    lines.append(f"flagged (tried to change how they are graded; read README's 'Reading a flag'): {len(flagged)}")
+    lines += [f"  {student}: {'; '.join(flags)}" for student, flags in sorted(flagged.items())]
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     bins = [x - 0.5 for x in range(int(max_score) + 2)]

@@ -1,0 +1,430 @@
+"""The trusted test runner, executed inside every grading kernel before any student code.
+
+This file is never imported by the grader: `GuardedExecute` (execute.py) copies it
+into the kernel's scratch folder and the kernel's start-up line executes it
+(`exec_lines`), so it runs after torch is imported and before the first cell.
+It then deletes its file, listens once on `.grader-runner.sock` in the scratch
+folder, and serves the grader from a thread of its own:
+
+- `run`: compile and execute one test cell itself, in that thread, with its own
+  references to `compile`, `exec`, the builtins and the modules the release
+  imports; nothing of IPython (input and AST transformers, events, displayhook,
+  `run_cell`, `showtraceback`, the kernel's handlers, the history) is on that
+  path, and tracing set in the student's thread does not reach this one. It
+  answers pass/fail, the exception's type and (when the test itself raised it)
+  its message, what the test printed, and the tampering it saw.
+- `check`: compare every hook point the student could bend (IPython's
+  transformer lists, events, displayhook, shell and kernel methods, the kernel's
+  message handlers, the attributes of torch, numpy, math and builtins that tests
+  use, `sys.meta_path`, torch's global module hooks) with what it held at start;
+  name each change and put the original back.
+
+Replies are signed with a key the grader sends first, before any student code
+runs (HMAC-SHA256 through `_hashlib`, a C function the student cannot patch),
+so bytes the student writes into the socket are not replies. Everything here
+holds its own references to C-level callables (`_socket`, `_io`, builtins
+saved at start), so patching a Python module does not reach it.
+
+A Python audit hook (PEP 578; it cannot be removed) refuses, and records for
+the next reply, what reading or bending the runner would need: any frame from
+which the runner's or a test's frame can be reached (`sys._getframe`,
+`tb_frame`, `gi_frame`, ...), the code of a test's functions, `gc`'s object
+walks, `sys._current_frames`, another audit hook (it would see the tests'
+source at `compile`), tracing of all threads, `sys.monitoring`, ctypes called
+from student code, and reading the process's memory through /proc.
+
+In-process Python is not a security boundary: this raises the bar far above
+one line from a forum, and the README says what it cannot promise.
+"""
+
+
+def _install():
+    import _io
+    import _socket
+    import _thread
+    import builtins
+    import os
+    import sys
+    from _hashlib import hmac_digest
+
+    shell = get_ipython()  # noqa: F821 (IPython puts get_ipython into builtins)
+    user_ns = shell.user_ns
+    start_pid = os.getpid()
+    getpid, unlink, realpath, hard_exit = os.getpid, os.unlink, os.path.realpath, os._exit
+    _compile, _exec, _eval, _repr, _type, _len, _id = compile, exec, eval, repr, type, len, id
+    _isinstance, _getattr, _setattr, _delattr, _callable = isinstance, getattr, setattr, delattr, callable
+    _list, _dict, _tuple, _set, _str, _sorted, _vars = list, dict, tuple, set, str, sorted, vars
+    _module_type = _type(sys)
+    name_of = _type.__dict__["__name__"].__get__
+    getframe, get_ident, set_trace, get_trace = sys._getframe, _thread.get_ident, sys.settrace, sys.gettrace
+    modules = sys.modules
+    MISSING = object()
+    PROTECTED = {"<grader-runner>", "<grader-test>"}
+    builtins_copy = _dict(_vars(builtins))
+
+    # -- who is asking ----------------------------------------------------------
+    prefixes = _tuple(_sorted({p for base in (sys.prefix, sys.base_prefix, sys.exec_prefix)
+                               for p in (base, realpath(base))}))
+    # Library code that asks for a frame only for itself (never hands one back):
+    # allowed even below a test. Everything else must not reach the runner's frames.
+    frame_users = ("/collections/__init__.py", "/typing.py", "/enum.py", "/dataclasses.py", "/abc.py")
+    # traceback's text-only helpers (torch.manual_seed records a stack this way); not walk_stack.
+    stack_texts = {"extract_stack", "format_stack", "print_stack"}
+
+    def is_library(filename):
+        return filename.startswith(prefixes) or filename.startswith("<frozen ")
+
+    # -- the audit hook -----------------------------------------------------------
+    refused = []                      # what the hook refused since the last reply
+    inside = _set()                   # threads running the hook (its own events pass)
+    FRAME_ATTRS = {"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code"}
+    CODE_ATTRS = {"__code__", "gi_code", "cr_code", "ag_code"}
+    ALWAYS = {"sys._current_frames": "reading all threads' frames (sys._current_frames)",
+              "sys._current_exceptions": "reading all threads' exceptions (sys._current_exceptions)",
+              "gc.get_objects": "walking the heap (gc.get_objects)",
+              "gc.get_referrers": "walking the heap (gc.get_referrers)",
+              "gc.get_referents": "walking the heap (gc.get_referents)",
+              "sys.addaudithook": "adding an audit hook (sys.addaudithook)",
+              "sys._settraceallthreads": "tracing every thread (sys._settraceallthreads)",
+              "sys._setprofileallthreads": "profiling every thread (sys._setprofileallthreads)",
+              "sys.monitoring.register_callback": "monitoring every thread (sys.monitoring)"}
+
+    def record(what):
+        if what not in refused:
+            refused.append(what)
+
+    def refuse(what):
+        record(f"refused: {what}")
+        raise RuntimeError(f"the grader does not allow {what} while grading")
+
+    def requester():
+        """The Python frame that caused the event (the hook's caller), past ctypes' own.
+        Called from the hook only: 0 is this function, 1 the hook, 2 the cause."""
+        frame = getframe(2)
+        while frame is not None and "/ctypes/" in frame.f_code.co_filename:
+            frame = frame.f_back
+        return frame
+
+    def same(a, b):
+        """Identity, element by element: a student's object may claim == to anything."""
+        return _len(a) == _len(b) and all(x is y for x, y in zip(a, b))
+
+    def reaches_protected(frame):
+        while frame is not None:
+            if frame.f_code.co_filename in PROTECTED:
+                return True
+            frame = frame.f_back
+        return False
+
+    def asker_is_trusted(asker):
+        if asker is None:
+            return True
+        name = asker.f_code.co_filename
+        return name in PROTECTED or (is_library(name) and (
+            name.endswith(frame_users) or (name.endswith("/traceback.py") and asker.f_code.co_name in stack_texts)))
+
+    def where(frame):
+        if frame is None:
+            return "C code"
+        name = frame.f_code.co_filename
+        return f"{'library ' + name if is_library(name) else 'your code'}, {frame.f_code.co_name}"
+
+    def hook(event, args):
+        if event in ALWAYS:
+            thread = get_ident()
+            if thread in inside:
+                return
+            refuse(ALWAYS[event])
+        if event == "sys._getframe" or (event == "object.__getattr__" and args[1] in FRAME_ATTRS):
+            thread = get_ident()
+            if thread in inside:
+                return
+            inside.add(thread)
+            try:
+                frame = args[0] if event == "sys._getframe" else _getattr(args[0], args[1], None)
+                asker = requester()
+                if _type(frame).__name__ == "frame" and reaches_protected(frame) and not asker_is_trusted(asker):
+                    refuse(f"reading the grader's or a test's frames (from {where(asker)})")
+            finally:
+                inside.discard(thread)
+        elif event == "object.__getattr__" and args[1] in CODE_ATTRS:
+            thread = get_ident()
+            if thread in inside:
+                return
+            inside.add(thread)
+            try:
+                code = _getattr(args[0], args[1], None)
+                if _getattr(code, "co_filename", None) in PROTECTED and not asker_is_trusted(requester()):
+                    refuse("reading a test's code")
+            finally:
+                inside.discard(thread)
+        elif event.startswith("ctypes."):
+            thread = get_ident()
+            if thread in inside:
+                return
+            inside.add(thread)
+            try:
+                asker = requester()
+                if asker is not None and not is_library(asker.f_code.co_filename):
+                    refuse("ctypes (raw memory and C calls)")
+            finally:
+                inside.discard(thread)
+        elif event in ("sys.settrace", "sys.setprofile"):
+            # Harmless to the tests (tracing is per thread, and they run in the runner's), but
+            # a student's own trace function is an attempt worth a flag; %prun and pdb are library code.
+            thread = get_ident()
+            if thread in inside:
+                return
+            inside.add(thread)
+            try:
+                asker = requester()
+                if asker is not None and not is_library(asker.f_code.co_filename) \
+                        and asker.f_code.co_filename not in PROTECTED:
+                    record(f"set a trace or profile function ({event})")
+            finally:
+                inside.discard(thread)
+        elif event == "open" and _isinstance(args[0], (str, bytes)):
+            path = args[0] if _isinstance(args[0], str) else args[0].decode(errors="replace")
+            if path.startswith("/proc/") and path.endswith(("/mem", "/maps")):
+                refuse("reading the kernel's memory (/proc/.../mem)")
+
+    # -- hook points and their original values -----------------------------------------
+    def class_dicts(cls):
+        return [(c, _dict(_vars(c))) for c in cls.__mro__ if c is not object]
+
+    def list_points():
+        manager = shell.input_transformer_manager
+        return [("IPython input transformers (input_transformers_cleanup)", shell, "input_transformers_cleanup"),
+                ("IPython input transformers (input_transformers_post)", shell, "input_transformers_post"),
+                ("IPython input transformers (cleanup_transforms)", manager, "cleanup_transforms"),
+                ("IPython input transformers (line_transforms)", manager, "line_transforms"),
+                ("IPython input transformers (token_transformers)", manager, "token_transformers"),
+                ("IPython AST transformers", shell, "ast_transformers")]
+
+    lists = [(label, owner, name, _getattr(owner, name), _list(_getattr(owner, name)))
+             for label, owner, name in list_points()]
+    shell_traits = ("displayhook", "display_pub", "display_formatter", "input_transformer_manager",
+                    "events", "compile", "InteractiveTB", "SyntaxTB", "custom_exceptions", "CustomTB",
+                    "history_manager", "user_ns", "user_module")
+    shell_values = {name: _getattr(shell, name, MISSING) for name in shell_traits}
+    kernel = _getattr(shell, "kernel", None)
+    handlers = _dict(kernel.shell_handlers) if kernel is not None else {}
+    events = {name: _list(callbacks) for name, callbacks in shell.events.callbacks.items()}
+    sys_values = {name: _getattr(sys, name, MISSING)
+                  for name in ("breakpointhook", "unraisablehook")}
+    meta_path = _list(sys.meta_path)
+    classes = class_dicts(_type(shell)) + (class_dicts(_type(kernel)) if kernel is not None else [])
+    for part in (shell.displayhook, shell.display_pub, shell.events, shell.input_transformer_manager):
+        classes += [(c, d) for c, d in class_dicts(_type(part)) if all(c is not k for k, _ in classes)]
+    instances = [(shell, _set(_vars(shell))), *([(kernel, _set(_vars(kernel)))] if kernel is not None else [])]
+    module_names = ("builtins", "math", "operator", "copy", "torch", "torch.nn", "torch.nn.functional",
+                    "torch.nn.init", "torch.testing", "torch.autograd", "torch.nn.modules.module",
+                    "numpy", "numpy.testing")
+    saved_modules = {name: modules[name] for name in module_names if name in modules}
+    module_dicts = [(name, module, _dict(_vars(module))) for name, module in saved_modules.items()]
+    torch = saved_modules.get("torch")
+    if torch is not None:
+        seen = _set()
+        for value in [torch.Tensor, *_vars(torch.nn).values()]:
+            if _isinstance(value, _type) and value not in seen and value.__module__.startswith("torch"):
+                seen.add(value)
+                classes += [(c, d) for c, d in class_dicts(value) if c.__module__.startswith("torch")]
+        global_hooks = [(name, value, _len(value)) for name, value in _vars(torch.nn.modules.module).items()
+                        if name.startswith("_global_") and _isinstance(value, _dict)]
+        function_stack = torch._C._len_torch_function_stack
+        pop_function_mode = torch._C._pop_torch_function_stack
+        dispatch_stack = _getattr(torch._C, "_len_torch_dispatch_stack", lambda: 0)
+    else:
+        global_hooks = []
+        function_stack = dispatch_stack = lambda: 0
+        pop_function_mode = None
+    all_modules = _dict(modules)
+
+    def library_callback(callback):
+        function = _getattr(callback, "__func__", callback)
+        code = _getattr(function, "__code__", None)
+        return code is not None and is_library(code.co_filename)
+
+    def shadows(cls, name):
+        return any(name in saved for c, saved in classes if c is not cls and c in cls.__mro__)
+
+    # IPython's builtin trap puts these into builtins for the length of each cell.
+    TRAPPED = {"_", "__", "___", "exit", "quit", "get_ipython", "display", "__IPYTHON__"}
+
+    def check():
+        """Name every hook point that changed since start, and put back the original."""
+        found = []
+        for label, owner, name, original, items in lists:
+            current = _getattr(owner, name, MISSING)
+            if current is not original or not same(current, items):
+                found.append(label)
+                original[:] = items
+                if current is not original:
+                    _setattr(owner, name, original)
+        for name, original in shell_values.items():
+            if _getattr(shell, name, MISSING) is not original:
+                found.append(f"the IPython shell's {name}")
+                _setattr(shell, name, original)
+        for name, callbacks in shell.events.callbacks.items():
+            kept = events.get(name, [])
+            kept_ids = {_id(c) for c in kept}
+            extra = [c for c in callbacks if _id(c) not in kept_ids and not library_callback(c)]
+            current_ids = {_id(c) for c in callbacks}
+            if extra or any(_id(c) not in current_ids for c in kept):
+                found.append(f"IPython events ({name})")
+                callbacks[:] = [c for c in callbacks if _id(c) in kept_ids or library_callback(c)]
+                current_ids = {_id(c) for c in callbacks}
+                callbacks.extend(c for c in kept if _id(c) not in current_ids)
+        current = kernel.shell_handlers if kernel is not None else {}
+        if _set(current) != _set(handlers) or any(current[k] is not v for k, v in handlers.items()):
+            found.append("the kernel's message handlers (shell_handlers)")
+            kernel.shell_handlers.clear()
+            kernel.shell_handlers.update(handlers)
+        for name, original in sys_values.items():
+            if _getattr(sys, name, MISSING) is not original:
+                found.append(f"sys.{name}")
+                _setattr(sys, name, original)
+        if not same(sys.meta_path, meta_path):
+            found.append("the import system (sys.meta_path)")
+            sys.meta_path[:] = meta_path
+        for owner, names in instances:
+            for name in _set(_vars(owner)) - names:
+                if _callable(_getattr(_type(owner), name, None)):
+                    found.append(f"{name_of(_type(owner))}.{name} (replaced on the instance)")
+                    _delattr(owner, name)
+        for cls, saved in classes:
+            current = _vars(cls)
+            for name in _set(current) | _set(saved):
+                old, new = saved.get(name, MISSING), current.get(name, MISSING)
+                # Only behaviour counts: caches that classes fill lazily are data, not callables.
+                if old is not new and (_callable(old) or _callable(new)) \
+                        and (old is not MISSING or shadows(cls, name)):
+                    found.append(f"{cls.__module__}.{name_of(cls)}.{name}")
+                    if name in saved:
+                        _setattr(cls, name, saved[name])
+                    else:
+                        _delattr(cls, name)
+        for module_name, module, saved in module_dicts:
+            if modules.get(module_name) is not module:
+                found.append(f"sys.modules[{module_name!r}]")
+                modules[module_name] = module
+            current = _vars(module)
+            for name, value in saved.items():
+                if current.get(name, MISSING) is not value and name not in TRAPPED:
+                    found.append(f"{module_name}.{name}")
+                    current[name] = value
+        for name, registry, size in global_hooks:
+            if _len(registry) != size:
+                found.append(f"torch's global module hooks ({name})")
+                registry.clear()
+        if shell.user_ns is not user_ns:
+            found.append("the notebook's namespace (user_ns)")
+            shell.user_ns = user_ns
+        found += refused
+        refused.clear()
+        return found
+
+    # -- running one test --------------------------------------------------------------
+    tests_ns = {}
+
+    def resolve(module_name, attribute):
+        module = all_modules.get(module_name) or modules.get(module_name)
+        if module is None:
+            module = builtins_copy["__import__"](module_name, fromlist=["_"] if "." in module_name else [])
+        return module if attribute is None else _getattr(module, attribute)
+
+    def run(source, imports):
+        before = check()
+        tests_ns.update(user_ns)
+        tests_ns["__builtins__"] = _dict(builtins_copy)
+        for name, (module_name, attribute) in imports.items():
+            try:
+                tests_ns[name] = resolve(module_name, attribute)
+            except Exception:
+                pass
+        stdout, stderr = _io.StringIO(), _io.StringIO()
+        real_out, real_err = sys.stdout, sys.stderr
+        reply = {"passed": False, "ename": "", "message": "", "by_test": False}
+        set_trace(None)
+        try:
+            code = _compile(source, "<grader-test>", "exec", dont_inherit=True)
+            sys.stdout, sys.stderr = stdout, stderr
+            _exec(code, tests_ns)
+            reply["passed"] = True
+        except BaseException as error:  # noqa: BLE001 (the student's code may raise anything)
+            reply["ename"] = name_of(_type(error))
+            args = error.args
+            if _len(args) == 1 and _type(args[0]) is _str:
+                reply["message"] = args[0][:2000]
+            traceback = error.__traceback__
+            while traceback is not None and traceback.tb_next is not None:
+                traceback = traceback.tb_next
+            reply["by_test"] = traceback is not None and traceback.tb_frame.f_code.co_filename == "<grader-test>"
+        finally:
+            sys.stdout, sys.stderr = real_out, real_err
+        if getpid() != start_pid:
+            hard_exit(0)  # a copy the student forked: only the kernel itself answers
+        during = []
+        if get_trace() is not None:
+            during.append("a trace function set while a test ran")
+            set_trace(None)
+        if function_stack() or dispatch_stack():
+            during.append("a torch function or dispatch mode left active while a test ran")
+            while function_stack():
+                pop_function_mode()
+        during += check()
+        if during:
+            reply["passed"] = False
+        reply.update(flags=before + during, tampered_during=bool(during),
+                     stdout=stdout.getvalue()[:20000], stderr=stderr.getvalue()[:20000])
+        return reply
+
+    # -- the channel to the grader -------------------------------------------------------
+    listener = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    listener.bind(".grader-runner.sock")
+    listener.listen(1)
+    recv, sendall = _socket.socket.recv, _socket.socket.sendall
+
+    def read_exactly(conn, size):
+        data = b""
+        while _len(data) < size:
+            chunk = recv(conn, size - _len(data))
+            if not chunk:
+                raise EOFError
+            data += chunk
+        return data
+
+    def serve():
+        descriptor, _ = listener._accept()  # the C socket's accept: a file descriptor
+        conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM, 0, descriptor)
+        listener.close()
+        try:
+            unlink(".grader-runner.sock")
+        except OSError:
+            pass
+        key = read_exactly(conn, 32)
+        while True:
+            size = int.from_bytes(read_exactly(conn, 4), "big")
+            request = _eval(read_exactly(conn, size).decode(), {"__builtins__": {}})
+            try:
+                if request["op"] == "run":
+                    reply = run(request["source"], request["imports"])
+                else:
+                    reply = {"flags": check()}
+            except BaseException as error:  # noqa: BLE001 (reported to the grader, never lost)
+                reply = {"runner_error": f"{name_of(_type(error))}: {error}", "passed": False,
+                         "flags": [f"the grader's runner failed here ({name_of(_type(error))})"]}
+            reply["id"] = request["id"]
+            payload = _repr(reply).encode()
+            sendall(conn, _len(payload).to_bytes(4, "big") + hmac_digest(key, payload, "sha256") + payload)
+
+    try:
+        unlink(".grader-runner.py")
+    except OSError:
+        pass
+    _thread.start_new_thread(serve, ())
+    sys.addaudithook(hook)
+
+
+_install()
+del _install

@@ -1,0 +1,216 @@
+"""The grader's side of the trusted test path (the kernel's side is runner.py).
+
+`GuardedExecute` (execute.py) starts every grading kernel with `BOOT_LINE`,
+which runs runner.py before any student code. Once the kernel answers, the
+grader connects to the runner's socket and sends a fresh key; from then on
+every test cell goes to the runner as source text (never as a cell IPython
+runs), and every other code cell is followed by a `check` of the hook points.
+A reply counts only with a valid signature and the request's id; anything else
+in the stream (bytes a student's code wrote into the socket) breaks the channel,
+and every later test fails with a flag.
+
+This module also turns a runner's reply into the cell outputs nbgrader scores
+(`test_outputs`): an error output for a failed test, nothing of what student
+code printed while a hidden test ran, and warnings shown as text, never on
+stderr (nbgrader scores any stderr output as a failure).
+"""
+from __future__ import annotations
+
+import ast
+import hmac
+import os
+import secrets
+import select
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from nbformat import NotebookNode
+
+RUNNER_SOURCE = Path(__file__).with_name("runner.py")
+RUNNER_FILE = ".grader-runner.py"
+RUNNER_SOCKET = ".grader-runner.sock"
+# Executed by the kernel at start (IPKernelApp.exec_lines), before any student code,
+# with a private copy of the builtins so that patching builtins later cannot reach it.
+BOOT_LINE = (f"exec(compile(open({RUNNER_FILE!r}).read(), '<grader-runner>', 'exec'), "
+             "{'__name__': 'grader_runner', '__builtins__': dict(vars(__import__('builtins')))})")
+HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+# A hidden-test line this long is the course's secret wherever it shows up.
+SECRET_LINE_LENGTH = 25
+
+
+class RunnerError(Exception):
+    """The runner could not be reached or answered wrongly (a grader problem until shown otherwise)."""
+
+
+class ChannelBroken(Exception):
+    """Something other than the runner wrote into its channel: the notebook tampered with it."""
+
+
+def install(scratch: str) -> None:
+    """Put the runner where the kernel's start-up line reads it (it deletes the file once read)."""
+    target = os.path.join(scratch, RUNNER_FILE)
+    with open(target, "w") as out:
+        out.write(RUNNER_SOURCE.read_text())
+    os.chmod(target, 0o644)
+
+
+class RunnerChannel:
+    """The grader's end of one kernel's runner socket."""
+
+    def __init__(self, scratch: str, timeout: float = 10):
+        path = os.path.join(scratch, RUNNER_SOCKET)
+        deadline = time.monotonic() + timeout
+        while True:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.connect(path)
+                break
+            except OSError as exc:
+                sock.close()
+                if time.monotonic() > deadline:
+                    raise RunnerError(f"the kernel's test runner did not start ({exc.strerror})") from None
+                time.sleep(0.02)
+        self.sock = sock
+        self.key = secrets.token_bytes(32)
+        self.sock.sendall(self.key)
+        self.broken: str | None = None
+        self.buffer = b""
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def _read(self, size: int, deadline: float, dead: Callable[[], str | None]) -> bytes:
+        while len(self.buffer) < size:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select([self.sock], [], [], min(left, 0.1))
+            if not ready:
+                reason = dead()
+                if reason:
+                    raise EOFError(reason)
+                continue
+            chunk = self.sock.recv(1 << 16)
+            if not chunk:
+                raise EOFError(dead() or "the kernel closed the grader's channel")
+            self.buffer += chunk
+        data, self.buffer = self.buffer[:size], self.buffer[size:]
+        return data
+
+    def request(self, message: dict, timeout: float, dead: Callable[[], str | None]) -> dict:
+        """Send one request and return the runner's signed reply to it.
+
+        Raises TimeoutError, EOFError (the kernel died: its reason), ChannelBroken."""
+        if self.broken:
+            raise ChannelBroken(self.broken)
+        ident = secrets.token_hex(8)
+        payload = repr(dict(message, id=ident)).encode()
+        try:
+            self.sock.sendall(len(payload).to_bytes(4, "big") + payload)
+        except OSError as exc:
+            raise EOFError(dead() or f"the grader's channel closed ({exc.strerror})") from None
+        deadline = time.monotonic() + timeout
+        size = int.from_bytes(self._read(4, deadline, dead), "big")
+        if size > 50_000_000:
+            self.broken = "the grader's channel received bytes that are not the runner's"
+            raise ChannelBroken(self.broken)
+        mac = self._read(32, deadline, dead)
+        body = self._read(size, deadline, dead)
+        expected = hmac.digest(self.key, body, "sha256")
+        try:
+            reply = ast.literal_eval(body.decode()) if hmac.compare_digest(mac, expected) else None
+        except (ValueError, SyntaxError, UnicodeDecodeError):
+            reply = None
+        if not isinstance(reply, dict) or reply.get("id") != ident:
+            self.broken = "the grader's channel received a reply the runner did not sign"
+            raise ChannelBroken(self.broken)
+        return reply
+
+
+# -- what a test cell needs ---------------------------------------------------------
+def is_test_cell(cell) -> bool:
+    meta = cell.metadata.get("nbgrader", {})
+    return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
+
+
+def is_trusted_cell(cell) -> bool:
+    """Cells whose source comes from the release, not from the student (restored at autograde)."""
+    meta = cell.metadata.get("nbgrader", {})
+    return cell.cell_type == "code" and bool(meta.get("locked")) and not meta.get("solution")
+
+
+def python_source(source: str) -> str:
+    """A cell's source as plain Python (IPython magics become calls), transformed here, not in the kernel."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    return TransformerManager().transform_cell(source)
+
+
+def release_imports(nb) -> dict[str, tuple[str, str | None]]:
+    """Names the release binds by import (locked cells only): name -> (module, attribute or None).
+    Tests get these from the modules loaded before any student code, whatever the student rebound."""
+    names: dict[str, tuple[str, str | None]] = {}
+    for cell in nb.cells:
+        if not is_trusted_cell(cell):
+            continue
+        try:
+            tree = ast.parse(python_source(cell.source))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        names[alias.asname] = (alias.name, None)
+                    else:
+                        top = alias.name.split(".")[0]
+                        names[top] = (top, None)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    if alias.name != "*":
+                        names[alias.asname or alias.name] = (node.module, alias.name)
+    return names
+
+
+def hidden_lines(source: str) -> list[str]:
+    """The lines of a test cell's hidden region long enough to be recognized anywhere."""
+    lines, inside = [], False
+    for line in source.splitlines():
+        if HIDDEN_BEGIN in line:
+            inside = True
+        elif HIDDEN_END in line:
+            inside = False
+        elif inside and len(line.strip()) >= SECRET_LINE_LENGTH:
+            lines.append(line.strip())
+    return lines
+
+
+def scrub(text: str, secrets_: list[str]) -> str:
+    for line in secrets_:
+        text = text.replace(line, "[hidden test]")
+    return text
+
+
+def test_outputs(reply: dict, hidden: bool, secret_lines: list[str]) -> list[NotebookNode]:
+    """The outputs nbgrader scores for one test cell, from the runner's record."""
+    outputs = []
+    if not hidden and reply.get("stdout"):
+        outputs.append(NotebookNode(output_type="stream", name="stdout", text=reply["stdout"]))
+    if reply.get("stderr"):
+        text = ("Warnings or errors printed while the hidden tests ran (not scored; hidden).\n" if hidden else
+                "Printed to stderr while this test ran (warnings are shown, never scored):\n" + reply["stderr"])
+        outputs.append(NotebookNode(output_type="stream", name="stdout", text=text))
+    if reply.get("passed"):
+        return outputs
+    ename = reply.get("ename") or "TestFailed"
+    if reply.get("tampered_during"):
+        ename, message = "GraderFlag", "this test's result was discarded: the notebook changed the grader's " \
+                                       "hook points while it ran (see the grader's notes)"
+    elif hidden and not reply.get("by_test"):
+        message = f"your code raised {ename} while a hidden test of this item called it"
+    else:
+        message = scrub(reply.get("message", ""), secret_lines) if hidden else reply.get("message", "")
+    outputs.append(NotebookNode(output_type="error", ename=ename, evalue=message, traceback=[f"{ename}: {message}"]))
+    return outputs

@@ -1,0 +1,121 @@
+"""Grades that student code cannot forge, hidden tests that student code cannot read.
+
+Every notebook of the cheat corpus (cheats.py) is graded by `python -m grader
+grade`'s engine in one class: each scores what its answers earn (0 on the blank
+exercise), is flagged with what it tried, and no feedback file quotes a hidden
+test. Honest notebooks (magics, plots, seeds, warnings while a test runs) keep
+full marks and no flag. The other paths (nbgrader's CLI, Formgrader, Dask, the
+hub) run the same engine; their modules grade a cheat of their own.
+"""
+from __future__ import annotations
+
+import pytest
+
+import cheats
+from grader import export, feedback, grade, report, trusted
+from submissions import ROOT, full_score, points
+from tools import course
+
+pytestmark = pytest.mark.integration
+
+A = cheats.A
+
+
+def hidden_test_lines() -> list[str]:
+    import nbformat
+
+    source = nbformat.read(ROOT / "solutions" / A / f"{A}.ipynb", as_version=4)
+    return [line for cell in source.cells if cell.cell_type == "code" for line in trusted.hidden_lines(cell.source)]
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    import nbformat
+
+    tmp = tmp_path_factory.mktemp("cheats")
+    folder = tmp / "submissions"
+    folder.mkdir()
+    for cheat in cheats.CHEATS:
+        nbformat.write(cheats.notebook(cheat), folder / f"{cheat.name}.ipynb")
+    nbformat.write(cheats.history_leak(), folder / "history_leak.ipynb")
+    for name in cheats.HONEST:
+        nbformat.write(cheats.honest(name), folder / f"honest_{name}.ipynb")
+    nbformat.write(cheats.answered(A), folder / "honest_plain.ipynb")
+    root = tmp / "course"
+    course.temporary_course(root, [A])
+    rows = grade.run(grade.Options(A, folder, jobs=2, root=root, cell_timeout=30, notebook_timeout=120))
+    export.write_csv(rows, tmp / "grades.csv")
+    pages = feedback.generate(A, root=root)
+    return {"rows": {r.student_id: r for r in rows}, "root": root, "csv": tmp / "grades.csv",
+            "feedback": {page.parent.parent.name: page.read_text() for page in pages}}
+
+
+@pytest.mark.parametrize("cheat", cheats.CHEATS, ids=lambda c: c.name)
+def test_a_cheat_earns_only_what_its_answers_earn_and_is_flagged(graded, cheat):
+    row = graded["rows"][cheat.name]
+    assert row.status == "flagged", (row.status, row.detail)
+    assert cheat.flag.lower() in row.flags.lower(), row.flags
+    if cheat.base == "blank":
+        assert row.score == 0, (row.score, row.flags)
+    else:
+        assert row.score <= full_score(A)
+
+
+@pytest.mark.parametrize("student", [c.name for c in cheats.CHEATS] + ["history_leak"])
+def test_no_feedback_quotes_a_hidden_test(graded, student):
+    secret = hidden_test_lines()
+    assert secret, "the release has hidden tests to protect"
+    page = graded["feedback"][student]
+    leaked = [line for line in secret if line in page]
+    assert not leaked, f"{student}'s feedback quotes hidden tests: {leaked[:2]}"
+
+
+def test_hidden_test_cells_show_no_student_output(graded):
+    """What the student's code printed while a hidden test ran never reaches the feedback
+    (test_MySequential holds hidden tests; its answer prints whenever a test builds one)."""
+    import nbformat
+
+    source = nbformat.read(ROOT / "solutions" / A / f"{A}.ipynb", as_version=4)
+    cell = next(c for c in source.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_MySequential")
+    assert trusted.HIDDEN_BEGIN in cell.source
+    assert "PRINTED-WHILE-A-HIDDEN-TEST-RAN" not in graded["feedback"]["honest_prints_in_test"]
+
+
+@pytest.mark.parametrize("name", [*cheats.HONEST, "plain"])
+def test_honest_notebooks_keep_full_marks_and_no_flag(graded, name):
+    row = graded["rows"][f"honest_{name}"]
+    assert (row.score, row.status, row.flags) == (full_score(A), "graded", ""), row.detail
+
+
+def test_a_warning_while_a_test_runs_is_shown_never_scored(graded):
+    page = graded["feedback"]["honest_warns_in_test"]
+    assert "a harmless warning from the answer" in page
+
+
+def test_the_flags_column_names_what_was_tried_and_where(graded):
+    rows = {r["student_id"]: r for r in export.read_csv(graded["csv"])}
+    assert rows["honest_plain"]["flags"] == ""
+    assert rows["input_transformers_cleanup"]["flags"].startswith(cheats.FIRST_ANSWER + ":")
+    assert list(rows["honest_plain"])[:6] == ["student_id", "score", "max_score", "status", "detail", "flags"]
+
+
+def test_a_cheat_loses_the_points_of_a_right_answer_it_broke(graded):
+    """A correct answer whose tests were tampered with during the run keeps nothing for that item."""
+    row = graded["rows"]["leak_caller_source"]
+    assert row.items["test_MySequential"] == 0 and row.score == full_score(A) - points(A)["test_MySequential"]
+
+
+def test_the_class_report_lists_the_flagged(graded):
+    text = report.report(A, root=graded["root"], out=graded["root"] / "report.png")
+    flagged = [c.name for c in cheats.CHEATS]
+    assert f"flagged (tried to change how they are graded; read README's 'Reading a flag'): {len(flagged)}" in text
+    assert "input_transformers_cleanup: MySequential" in text
+
+
+def test_formgrader_shows_the_flag_as_a_comment(graded):
+    from nbgrader.api import Gradebook
+
+    config = course.load_config(graded["root"])
+    with Gradebook(config.CourseDirectory.db_url) as gradebook:
+        comment = gradebook.find_comment(cheats.FIRST_ANSWER, A, A, graded["rows"]["run_cell_on_class"].grader_id)
+        assert "Flagged by the grader" in comment.auto_comment and "run_cell" in comment.auto_comment
