@@ -8,6 +8,9 @@ from pathlib import Path
 
 from . import sandbox
 
+# nbgrader's own per-cell limit, for a course whose config leaves Execute.timeout unset.
+DEFAULT_TIMEOUT = 30
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
@@ -49,12 +52,26 @@ def main(argv: list[str] | None = None) -> int:
     export.add_argument("--db-url", default=None, help="gradebook URL (default: the course's)")
     export.add_argument("--root", type=Path, default=None, help=root_help)
     report.add_argument("--out", type=Path, default=None, help="PNG file (default grades/ASSIGNMENT.png)")
+    lms = sub.add_parser("lms", help="grades into the LMS through LTI 1.3 (Assignment and Grade Services)")
+    lms_sub = lms.add_subparsers(dest="lms_command", required=True)
+    push = lms_sub.add_parser("push", help="each student's total for ASSIGNMENT into the LMS's line item")
+    push.add_argument("assignment")
+    push.add_argument("--dry-run", action="store_true", help="list what would be sent; contact nobody")
+    push.add_argument("--force", action="store_true", help="send again what the LMS already has")
+    push.add_argument("--lti", type=Path, default=None,
+                      help="the hub's LTI folder, HUB_STATE/hub/lti (default: found next to --root or in .hub)")
+    push.add_argument("--db-url", default=None, help="gradebook URL (default: the course's)")
+    push.add_argument("--root", type=Path, default=None, help=root_help)
     args = parser.parse_args(argv)
 
     if args.command == "grade":
         return _grade(args)
     if args.command == "export":
         return _export(args)
+    if args.command == "lms":
+        from .lms import main as lms_main
+
+        return lms_main(args)
     if args.command == "feedback":
         from .feedback import generate
 
@@ -93,7 +110,8 @@ def _grade(args) -> int:
             print(f"error: {error}", file=sys.stderr)
             return 2
     config = course.load_config(args.root)
-    timeout = args.timeout or int(config.Execute.timeout or 60)
+    # An unset traitlets key reads as a LazyConfigValue: use nbgrader's own default then.
+    timeout = args.timeout or int(config.Execute["timeout"] if "timeout" in config.Execute else DEFAULT_TIMEOUT)
     options = grade.Options(args.assignment, args.submissions, jobs=args.jobs, cell_timeout=timeout,
                             notebook_timeout=args.notebook_timeout, sandbox=not args.no_sandbox,
                             memory_mb=args.memory, db_url=args.db_url, root=args.root,
@@ -106,6 +124,11 @@ def _grade(args) -> int:
     out = args.out or course.course_root(config) / "grades" / f"{args.assignment}.csv"
     export.write_csv(rows, out)
     print(f"{len(rows)} students: {grade.describe(rows)}; grades in {out}")
+    summary = grade.not_graded_summary(rows)
+    if summary:
+        print(f"error: {summary}. Their old scores, if any, stay; fix the cause and grade again.",
+              file=sys.stderr)
+        return 1
     return 0
 
 

@@ -87,6 +87,8 @@ def _scratch_api(files: dict[str, bytes], assignment: str, options):
 
 def grade_one(files: dict[str, bytes], assignment: str, grader_id: str, submission: bytes, options):
     """Run on a Dask worker: grade one submission; returns (ok, message, autograded notebook JSON or None)."""
+    from . import grade
+
     api = _scratch_api(files, assignment, options)
     root = Path(api.coursedir.root)
     folders = [root / api.coursedir.submitted_directory / grader_id, root / api.coursedir.autograded_directory / grader_id]
@@ -96,9 +98,8 @@ def grade_one(files: dict[str, bytes], assignment: str, grader_id: str, submissi
     try:
         result = api.autograde(assignment, grader_id, force=True, create=True)
         path = folders[1] / assignment / f"{assignment}.ipynb"
-        log = (result.get("error") or result.get("log") or "").strip().splitlines()
         text = path.read_text(encoding="utf-8") if path.exists() else None
-        return bool(result["success"]), (log[-1] if log else ""), text
+        return bool(result["success"]), grade.failure_cause(result), text
     finally:
         for folder in folders:
             shutil.rmtree(folder, ignore_errors=True)

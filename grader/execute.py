@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 import time
 from queue import Empty
@@ -68,6 +69,21 @@ def error_output(ename: str, evalue: str) -> NotebookNode:
     return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
 
 
+class GraderFailure(RuntimeError):
+    """The grader could not run a submission (no student code ran): it is *not graded*,
+    never a zero. The message is the cause in one line; grade.py finds it in nbgrader's log."""
+
+    def __init__(self, cause: str):
+        super().__init__(cause)
+        self.cause = cause
+
+    def __str__(self) -> str:
+        return f"{FAILURE_MARK}{self.cause}"
+
+
+FAILURE_MARK = "not graded: "
+
+
 class GuardedExecute(Execute):
     notebook_timeout = Float(600, help="seconds the whole notebook may run").tag(config=True)
     interrupt_grace = Float(5, help="seconds a kernel has to stop after an interrupt").tag(config=True)
@@ -76,6 +92,8 @@ class GuardedExecute(Execute):
     trusted_student_code = Bool(False, help=(
         "True: where bubblewrap is missing, run student code unsandboxed (with a warning) "
         "instead of refusing to grade. Only for code you trust.")).tag(config=True)
+    start_retries = Int(2, help="extra attempts at starting a kernel that failed before any student "
+                                "code ran (a port race, a slow start on a loaded machine)").tag(config=True)
     preload = List(Unicode(), ["torch"], help=(
         "modules imported while the kernel starts, so that a cell's time limit measures the "
         "student's code rather than the loading of big libraries")).tag(config=True)
@@ -161,7 +179,18 @@ class GuardedExecute(Execute):
     start_new_kernel_client = run_sync(async_start_new_kernel_client)
 
     def _kernel_gone(self) -> str | None:
-        return self._exit_reason()
+        """Why the kernel is gone, or None while it runs. The channel closes a moment before the
+        process's exit can be read: wait for it briefly, to name the cause."""
+        deadline = time.monotonic() + 2
+        reason = self._exit_reason()
+        while reason is None and time.monotonic() < deadline and not self._kernel_alive():
+            time.sleep(0.02)
+            reason = self._exit_reason()
+        return reason
+
+    def _kernel_alive(self) -> bool:
+        process = getattr(getattr(self.km, "provisioner", None), "process", None)
+        return process is not None and process.poll() is None
 
     def _flag(self, index, flags) -> None:
         for flag in flags:
@@ -169,7 +198,7 @@ class GuardedExecute(Execute):
             if note not in self._flags:
                 self._flags.append(note)
 
-    def _runner_request(self, index, message: dict, timeout: float) -> dict | None:
+    def _runner_request(self, index, message: dict, timeout: float, late: str = "") -> dict | None:
         """One request to the runner; None when the notebook broke the channel (flagged)."""
         try:
             return self._runner.request(message, timeout, self._kernel_gone)
@@ -177,12 +206,14 @@ class GuardedExecute(Execute):
             self._flag(index, [str(exc)])
             return None
         except TimeoutError:
-            raise DeadKernelError(f"a test ran past {timeout:.0f} s") from None
+            raise DeadKernelError(late or f"the kernel did not answer within {timeout:.0f} s") from None
         except EOFError as exc:
             self._death = str(exc)
             raise DeadKernelError("Kernel died") from None
 
     async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):
+        if cell.cell_type == "code" and cell.source.strip():
+            self._cells_started = True
         if cell.cell_type != "code" or not cell.source.strip() or self._runner is None:
             return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
         if not trusted.is_test_cell(cell):
@@ -193,8 +224,16 @@ class GuardedExecute(Execute):
             return result
         # A test cell: run by the runner, scored from its record only.
         hidden = trusted.HIDDEN_BEGIN in cell.source
-        message = {"op": "run", "source": trusted.python_source(cell.source), "imports": self._imports}
-        reply = self._runner_request(cell_index, message, timeout=self._cell_timeout(cell))
+        timeout = self._cell_timeout(cell)
+        message = {"op": "run", "source": trusted.python_source(cell.source), "imports": self._imports,
+                   "timeout": timeout}
+        # The runner stops a test at `timeout`; one that will not stop costs its kernel after the grace.
+        reply = self._runner_request(cell_index, message, timeout=timeout + self.interrupt_grace,
+                                     late=f"a cell ran past {timeout} s and ignored the interrupt")
+        if reply is not None and reply.get("timed_out"):
+            self._problems.append(f"{self._name(cell_index)}: timed out after {timeout} s and was interrupted")
+        if reply is not None and reply.get("truncated"):
+            self._problems.append(f"{self._name(cell_index)}: output truncated")
         if reply is None:
             reply = {"passed": False, "ename": "GraderFlag", "by_test": True,
                      "message": "not run: the notebook broke the grader's channel to its tests"}
@@ -270,7 +309,6 @@ class GuardedExecute(Execute):
             if os.path.isfile(source) and not name.endswith(".ipynb"):
                 shutil.copy(source, scratch)
         os.chmod(scratch, 0o700)
-        trusted.install(scratch)
         self._scratch, self._runner, self._flags = scratch, None, []
         self._imports = trusted.release_imports(nb)
         # nbgrader's Execute.__init__ always passes AsyncKernelManager as an
@@ -281,19 +319,32 @@ class GuardedExecute(Execute):
         resources = dict(resources or {})
         resources["metadata"] = dict(resources.get("metadata", {}), path=scratch)
         self._deadline = time.monotonic() + self.notebook_timeout
-        self._output_sizes = {}
-        self._current = None
-        self._death = None
+        failures = []
         try:
-            nb, resources = super().preprocess(nb, resources, km)
-        except DeadKernelError as exc:
-            self._mark_not_run(nb, self._death if str(exc) == "Kernel died" and self._death else str(exc))
-        except Exception as exc:  # a broken kernel start must not lose the submission
-            self._mark_not_run(nb, f"{type(exc).__name__}: {exc}")
+            for _attempt in range(1 + self.start_retries):
+                self._output_sizes, self._current, self._death, self._cells_started = {}, None, None, False
+                trusted.install(scratch)
+                try:
+                    nb, resources = super().preprocess(nb, resources, km)
+                    break
+                except DeadKernelError as exc:
+                    reason = self._death if str(exc) == "Kernel died" and self._death else str(exc)
+                except Exception as exc:  # a broken kernel start must not lose the submission
+                    reason = f"{type(exc).__name__}: {exc}"
+                finally:
+                    if self._runner is not None:
+                        self._runner.close()
+                        self._runner = None
+                if self._cells_started:
+                    # The student's code ran: what stopped the kernel is the student's (graded).
+                    self._mark_not_run(nb, reason)
+                    break
+                # Nothing of the student's ran: the grader failed. Retry what may be transient.
+                failures.append(self._start_failure(reason))
+                self.km, self.kc = None, None
+            else:
+                raise GraderFailure(failures[-1])
         finally:
-            if self._runner is not None:
-                self._runner.close()
-                self._runner = None
             shutil.rmtree(scratch, ignore_errors=True)
         meta = nb.metadata.setdefault("grader", {})
         known = meta.setdefault("problems", [])
@@ -301,6 +352,16 @@ class GuardedExecute(Execute):
         flags = meta.setdefault("flags", [])
         flags.extend(f for f in self._flags if f not in flags)
         return nb, resources
+
+    def _start_failure(self, reason: str) -> str:
+        """Why no kernel answered, in one line, naming an interpreter the sandbox cannot see."""
+        argv = list(getattr(getattr(self.km, "kernel_spec", None), "argv", None) or [sys.executable])
+        interpreter = argv[0] if os.path.isabs(argv[0]) else shutil.which(argv[0]) or argv[0]
+        if not os.path.exists(interpreter):
+            return f"kernel did not start (interpreter {interpreter} is missing)"
+        if self.config.SandboxedKernelManager.enabled and not sandbox_tool.visible(interpreter):
+            return f"kernel did not start (interpreter {interpreter} not visible in the sandbox)"
+        return f"kernel did not start ({reason.splitlines()[0] if reason else 'no reason given'})"
 
     def _name(self, index) -> str:
         """A cell as the student knows it: the name of a graded cell, else its position."""

@@ -26,8 +26,8 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def _number(value: float) -> str:
-    return f"{value:g}"
+def _number(value: float | None) -> str:
+    return "" if value is None else f"{value:g}"
 
 
 # -- Canvas -------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from pathlib import Path
 import nbformat
 
 from . import collect, course
+from .execute import FAILURE_MARK
 
 
 @dataclass
@@ -46,7 +47,7 @@ class Options:
 @dataclass
 class Row:
     student_id: str
-    score: float = 0.0
+    score: float | None = 0.0          # None: not graded (the grader failed; no score is given)
     max_score: float = 0.0
     status: str = "graded"
     detail: str = ""
@@ -152,11 +153,27 @@ def configure_execution(config, options: Options, uid: int) -> None:
     config.SandboxedKernelManager.memory_mb = options.memory_mb
 
 
+NOT_GRADED = "not graded"
+# A run whose first submissions all fail the same way stops: the rest would fail alike.
+STOP_AFTER = 3
+
+
+def failure_cause(result: dict) -> str:
+    """Why nbgrader could not grade a submission, in one line: the engine's own cause
+    (execute.GraderFailure) where it gave one, else nbgrader's last log line."""
+    lines = (result.get("error") or result.get("log") or "").strip().splitlines()
+    for line in reversed(lines):
+        if FAILURE_MARK in line:
+            return line.split(FAILURE_MARK, 1)[1].strip()
+    errors = [line.strip() for line in lines if line.strip().startswith(("OSError", "RuntimeError", "sqlite3",
+                                                                         "sqlalchemy", "PermissionError"))]
+    return errors[-1] if errors else (lines[-1].strip() if lines else "nbgrader gave no reason")
+
+
 def _autograde(task: tuple[str, str]) -> tuple[str, bool, str]:
     assignment, grader_id = task
     result = _worker_api.autograde(assignment, grader_id, force=True, create=True)
-    log = (result.get("error") or result.get("log") or "").strip().splitlines()
-    return grader_id, bool(result["success"]), (log[-1] if log else "")
+    return grader_id, bool(result["success"]), failure_cause(result)
 
 
 def graded_metadata(config, assignment: str, grader_id: str) -> dict | None:
@@ -232,14 +249,29 @@ def run(options: Options) -> list[Row]:
         shared = _shared_template() if templated else None
         pool = context.Pool(jobs, initializer=_start_worker, initargs=(options, shared))
         results = pool.imap_unordered(_autograde, tasks)
+    stopped = False
     try:
         for n, (grader_id, ok, message) in enumerate(results, 1):
             outcome[grader_id] = (ok, message)
             _progress(n, len(to_grade), started)
+            causes = {m for done, m in outcome.values() if not done}
+            if len(outcome) == STOP_AFTER < len(tasks) and len(causes) == 1 and \
+                    not any(done for done, _ in outcome.values()):
+                stopped = True
+                break
     finally:
         if tasks and jobs > 1 and not options.scheduler:
-            pool.close()
+            if stopped:
+                pool.terminate()
+            else:
+                pool.close()
             pool.join()
+        if stopped and hasattr(results, "close"):
+            results.close()
+    if stopped:
+        cause = next(iter(causes))
+        for _, grader_id in tasks:
+            outcome.setdefault(grader_id, (False, f"{cause} (not tried: the first {STOP_AFTER} failed the same way)"))
     return rows(options, submissions, outcome)
 
 
@@ -277,8 +309,9 @@ def rows(options: Options, submissions, outcome) -> list[Row]:
                 except MissingEntry:
                     graded = None
                 if not ok or graded is None:
-                    row.status = "error"
-                    details.insert(0, f"nbgrader could not grade it: {message}")
+                    # The grader failed, not the student: no score, and the cause, loudly.
+                    row.status, row.score = NOT_GRADED, None
+                    details.insert(0, message if not ok else "nbgrader kept no grades for it")
                 else:
                     for name, _ in tests:
                         grade = gradebook.find_grade(name, options.assignment, options.assignment,
@@ -296,6 +329,19 @@ def rows(options: Options, submissions, outcome) -> list[Row]:
             row.items = row.items or {name: 0.0 for name, _ in tests}
             result.append(row)
     return result
+
+
+def not_graded_summary(rows_: list[Row]) -> str | None:
+    """"3 of 40 not graded: kernel did not start (...)", or None when every submission was graded."""
+    failed = [row for row in rows_ if row.status == NOT_GRADED]
+    if not failed:
+        return None
+    causes: dict[str, int] = {}
+    for row in failed:
+        cause = row.detail.split("; ")[0].split(" (not tried:")[0]
+        causes[cause] = causes.get(cause, 0) + 1
+    listed = "; ".join(cause if n == len(failed) else f"{cause} ({n})" for cause, n in causes.items())
+    return f"{len(failed)} of {len(rows_)} not graded: {listed}"
 
 
 def describe(rows_: list[Row]) -> str:

@@ -22,7 +22,7 @@ folder, and serves the grader from a thread of its own:
 Replies are signed with a key the grader sends first, before any student code
 runs (HMAC-SHA256 through `_hashlib`, a C function the student cannot patch),
 so bytes the student writes into the socket are not replies. Everything here
-holds its own references to C-level callables (`_socket`, `_io`, builtins
+holds its own references to C-level callables (`_socket`, `_hashlib`, builtins
 saved at start), so patching a Python module does not reach it.
 
 A Python audit hook (PEP 578; it cannot be removed) refuses, and records for
@@ -39,12 +39,13 @@ one line from a forum, and the README says what it cannot promise.
 
 
 def _install():
-    import _io
     import _socket
     import _thread
     import builtins
     import os
     import sys
+    import ctypes
+    import time
     from _hashlib import hmac_digest
 
     shell = get_ipython()  # noqa: F821 (IPython puts get_ipython into builtins)
@@ -57,6 +58,13 @@ def _install():
     _module_type = _type(sys)
     name_of = _type.__dict__["__name__"].__get__
     getframe, get_ident, set_trace, get_trace = sys._getframe, _thread.get_ident, sys.settrace, sys.gettrace
+    monotonic, sleep = time.monotonic, time.sleep
+    # What stops a test past its time: raised in the runner's thread, as SIGINT would be in the main one.
+    set_async_exc, thread_id, exception_object = (ctypes.pythonapi.PyThreadState_SetAsyncExc, ctypes.c_ulong,
+                                                  ctypes.py_object)
+
+    class TestTimeout(BaseException):
+        """A test ran past its time limit (a BaseException: `except Exception` does not stop it)."""
     modules = sys.modules
     MISSING = object()
     PROTECTED = {"<grader-runner>", "<grader-test>"}
@@ -65,9 +73,13 @@ def _install():
     # -- who is asking ----------------------------------------------------------
     prefixes = _tuple(_sorted({p for base in (sys.prefix, sys.base_prefix, sys.exec_prefix)
                                for p in (base, realpath(base))}))
-    # Library code that asks for a frame only for itself (never hands one back):
-    # allowed even below a test. Everything else must not reach the runner's frames.
-    frame_users = ("/collections/__init__.py", "/typing.py", "/enum.py", "/dataclasses.py", "/abc.py")
+    # Library code asks for frames for its own use (typing names a caller's module, torch
+    # records a stack as text): allowed even below a test. Not so the modules whose job is to
+    # hand frames or their locals back to the caller; student code itself is never allowed.
+    frame_givers = ("/inspect.py", "/logging/__init__.py", "/pdb.py", "/bdb.py", "/cgitb.py", "/trace.py",
+                    "/code.py", "/codeop.py", "/pydoc.py", "/faulthandler.py")
+    frame_giver_packages = ("/IPython/", "/ipykernel/", "/stack_data/", "/executing/", "/pure_eval/",
+                            "/asttokens/", "/debugpy/", "/jedi/", "/_pydevd")
     # traceback's text-only helpers (torch.manual_seed records a stack this way); not walk_stack.
     stack_texts = {"extract_stack", "format_stack", "print_stack"}
 
@@ -116,12 +128,21 @@ def _install():
             frame = frame.f_back
         return False
 
+    def is_frame_giver(frame):
+        name = frame.f_code.co_filename
+        if name.endswith("/traceback.py"):
+            return frame.f_code.co_name not in stack_texts
+        return name.endswith(frame_givers) or any(p in name for p in frame_giver_packages)
+
     def asker_is_trusted(asker):
+        """Whoever, past the helpers that hand frames back (inspect.currentframe, ...), wants it:
+        a test or the runner, or library code for its own use; never student code."""
+        while asker is not None and is_library(asker.f_code.co_filename) and is_frame_giver(asker):
+            asker = asker.f_back
         if asker is None:
             return True
         name = asker.f_code.co_filename
-        return name in PROTECTED or (is_library(name) and (
-            name.endswith(frame_users) or (name.endswith("/traceback.py") and asker.f_code.co_name in stack_texts)))
+        return name in PROTECTED or is_library(name)
 
     def where(frame):
         if frame is None:
@@ -165,7 +186,8 @@ def _install():
             inside.add(thread)
             try:
                 asker = requester()
-                if asker is not None and not is_library(asker.f_code.co_filename):
+                if asker is not None and not is_library(asker.f_code.co_filename) \
+                        and asker.f_code.co_filename not in PROTECTED:
                     refuse("ctypes (raw memory and C calls)")
             finally:
                 inside.discard(thread)
@@ -245,6 +267,17 @@ def _install():
         code = _getattr(function, "__code__", None)
         return code is not None and is_library(code.co_filename)
 
+    def library_wrapper(new, old):
+        """Whether `new` is library code wrapping `old` (functools.wraps sets __wrapped__)."""
+        for _ in range(5):
+            code = _getattr(new, "__code__", None)
+            if code is None or not is_library(code.co_filename):
+                return False
+            new = _getattr(new, "__wrapped__", None)
+            if new is old:
+                return True
+        return False
+
     def shadows(cls, name):
         return any(name in saved for c, saved in classes if c is not cls and c in cls.__mro__)
 
@@ -310,7 +343,11 @@ def _install():
                 modules[module_name] = module
             current = _vars(module)
             for name, value in saved.items():
-                if current.get(name, MISSING) is not value and name not in TRAPPED:
+                new = current.get(name, MISSING)
+                if new is not value and name not in TRAPPED:
+                    if library_wrapper(new, value):
+                        saved[name] = new  # e.g. torch._dynamo wraps torch.manual_seed when first imported
+                        continue
                     found.append(f"{module_name}.{name}")
                     current[name] = value
         for name, registry, size in global_hooks:
@@ -326,6 +363,39 @@ def _install():
 
     # -- running one test --------------------------------------------------------------
     tests_ns = {}
+    OUTPUT_LIMIT = 20000
+    watched = [None, None]        # [deadline of the running test, its thread], for the watchdog
+
+    class CappedText:
+        """Collects what a test prints, up to OUTPUT_LIMIT characters."""
+
+        def __init__(self):
+            self.parts, self.size, self.truncated = [], 0, False
+
+        def write(self, text):
+            text = _str(text)
+            if self.size < OUTPUT_LIMIT:
+                self.parts.append(text[:OUTPUT_LIMIT - self.size])
+            self.truncated = self.truncated or self.size + _len(text) > OUTPUT_LIMIT
+            self.size += _len(text)
+            return _len(text)
+
+        def flush(self):
+            pass
+
+        def isatty(self):
+            return False
+
+        def getvalue(self):
+            return "".join(self.parts)
+
+    def watchdog():
+        while True:
+            sleep(0.05)
+            deadline, thread = watched
+            if deadline is not None and monotonic() > deadline:
+                watched[0] = None
+                set_async_exc(thread_id(thread), exception_object(TestTimeout))
 
     def resolve(module_name, attribute):
         module = all_modules.get(module_name) or modules.get(module_name)
@@ -333,7 +403,7 @@ def _install():
             module = builtins_copy["__import__"](module_name, fromlist=["_"] if "." in module_name else [])
         return module if attribute is None else _getattr(module, attribute)
 
-    def run(source, imports):
+    def run(source, imports, timeout):
         before = check()
         tests_ns.update(user_ns)
         tests_ns["__builtins__"] = _dict(builtins_copy)
@@ -342,15 +412,23 @@ def _install():
                 tests_ns[name] = resolve(module_name, attribute)
             except Exception:
                 pass
-        stdout, stderr = _io.StringIO(), _io.StringIO()
+        stdout, stderr = CappedText(), CappedText()
         real_out, real_err = sys.stdout, sys.stderr
-        reply = {"passed": False, "ename": "", "message": "", "by_test": False}
+        reply = {"passed": False, "ename": "", "message": "", "by_test": False, "timed_out": False}
         set_trace(None)
         try:
-            code = _compile(source, "<grader-test>", "exec", dont_inherit=True)
-            sys.stdout, sys.stderr = stdout, stderr
-            _exec(code, tests_ns)
-            reply["passed"] = True
+            try:
+                code = _compile(source, "<grader-test>", "exec", dont_inherit=True)
+                sys.stdout, sys.stderr = stdout, stderr
+                watched[1], watched[0] = get_ident(), monotonic() + timeout
+                _exec(code, tests_ns)
+                watched[0] = None
+                reply["passed"] = True
+            finally:
+                watched[0] = None
+        except TestTimeout:
+            reply.update(ename="TimeoutError", message=f"the test ran past {timeout:g} s and was stopped",
+                         by_test=True, timed_out=True)
         except BaseException as error:  # noqa: BLE001 (the student's code may raise anything)
             reply["ename"] = name_of(_type(error))
             args = error.args
@@ -360,6 +438,8 @@ def _install():
             while traceback is not None and traceback.tb_next is not None:
                 traceback = traceback.tb_next
             reply["by_test"] = traceback is not None and traceback.tb_frame.f_code.co_filename == "<grader-test>"
+            # The frames of a failed test may hold what exhausted memory: let them go now.
+            traceback = error.__traceback__ = None
         finally:
             sys.stdout, sys.stderr = real_out, real_err
         if getpid() != start_pid:
@@ -375,8 +455,8 @@ def _install():
         during += check()
         if during:
             reply["passed"] = False
-        reply.update(flags=before + during, tampered_during=bool(during),
-                     stdout=stdout.getvalue()[:20000], stderr=stderr.getvalue()[:20000])
+        reply.update(flags=before + during, tampered_during=bool(during), stdout=stdout.getvalue(),
+                     stderr=stderr.getvalue(), truncated=stdout.truncated or stderr.truncated)
         return reply
 
     # -- the channel to the grader -------------------------------------------------------
@@ -408,7 +488,7 @@ def _install():
             request = _eval(read_exactly(conn, size).decode(), {"__builtins__": {}})
             try:
                 if request["op"] == "run":
-                    reply = run(request["source"], request["imports"])
+                    reply = run(request["source"], request["imports"], request["timeout"])
                 else:
                     reply = {"flags": check()}
             except BaseException as error:  # noqa: BLE001 (reported to the grader, never lost)
@@ -423,6 +503,7 @@ def _install():
     except OSError:
         pass
     _thread.start_new_thread(serve, ())
+    _thread.start_new_thread(watchdog, ())
     sys.addaudithook(hook)
 
 

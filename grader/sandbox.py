@@ -97,6 +97,29 @@ def _ancestors(path: str) -> list[str]:
     return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
+def _symlinks(path: str) -> list[str]:
+    """The folders on the way to `path` (itself included) that are symlinks, outermost first."""
+    found, current = [], "/"
+    for part in Path(path).parts[1:]:
+        current = os.path.join(current, part)
+        if os.path.islink(current):
+            found.append(current)
+            current = os.path.realpath(current)
+    return found
+
+
+def visible(path: str, steps: list[tuple] | None = None) -> bool:
+    """Whether `path`, as written, exists inside a sandbox built from `steps` (default: a new layout)."""
+    steps = steps if steps is not None else layout("/nonexistent-scratch", "/nonexistent-sockets")
+    targets = [step[2] for step in steps if step[0] in ("bind", "ro-bind", "symlink")]
+    current = "/"
+    for part in Path(path).parts[1:]:
+        current = os.path.join(current, part)
+        if any(current == t or current.startswith(t + "/") for t in targets):
+            return True
+    return False
+
+
 def layout(scratch: str, sockets: str) -> list[tuple]:
     """The sandbox's whole filesystem, in the order it is built: one description
     that both launchers follow, bwrap's command line (command) and the kernel
@@ -118,13 +141,18 @@ def layout(scratch: str, sockets: str) -> list[tuple]:
     # sandbox user, whatever the permissions of the folders above them.
     environments = sorted({os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)})
     mounts = [("ro-bind", p, p) for p in environments] + [("bind", scratch, scratch), ("bind", sockets, sockets)]
+    # An environment reached through a symlink (course/.venv -> elsewhere) is started by
+    # that path: the same symlink, inside the sandbox, leads to the bound real folder.
+    links = sorted({link for p in (sys.prefix, sys.base_prefix, sys.executable) for link in _symlinks(p)})
+    mounts += [("symlink", os.path.realpath(link), link) for link in links
+               if not any(link == e or link.startswith(e + "/") for e in environments)]
     # Folders bwrap would create on its own are private (0700) to root: make
     # each one on the way explicitly, except /tmp (a 1777 tmpfs) and folders
     # inside the read-only system binds, which exist already.
     bound = [f for f in SYSTEM_FOLDERS if os.path.isdir(f)]
     made = set()
-    for _, _, target in mounts:
-        for parent in _ancestors(target + "/x"):
+    for kind, _, target in mounts:
+        for parent in _ancestors(target + "/x" if kind != "symlink" else target):
             inside_bind = any(parent == f or parent.startswith(f + "/") for f in bound)
             if parent not in made and parent != "/tmp" and not inside_bind:
                 made.add(parent)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import nbformat
 
+import cheats
 import submissions
 
 A = "01_blocks"
@@ -30,6 +31,7 @@ KINDS = {
     "collection": "old formats, odd names and folders of files",
     "environment": "the instructor's environment variables stay out",
     "isolation": "files, network and processes outside the sandbox",
+    "integrity": "notebooks that try to forge a grade or read the hidden tests (tests/cheats.py has them all)",
 }
 # Kinds whose cases spend deliberate waits (a time limit running out): a second
 # path may grade one case of these per run (sample()).
@@ -243,7 +245,7 @@ print("SPAWNED")
         Case("sys_exit.ipynb", "sys_exit", "kernel_death", FULL - POINTS["test_make_stack"], "graded", "failed: test_make_stack",
              _notebook("sys_exit.ipynb", lambda: _answer_prefix("    import sys\n    sys.exit(1)\n"))),
         Case("segfault.ipynb", "segfault", "kernel_death", 0, "graded", "cell 4: the kernel was killed by signal 11",
-             _notebook("segfault.ipynb", lambda: _extra_cell_first("import ctypes\nctypes.string_at(0)"))),
+             _notebook("segfault.ipynb", lambda: _extra_cell_first("import faulthandler\nfaulthandler._sigsegv()"))),
         Case("huge_output.ipynb", "huge_output", "resource_limit", FULL, "graded", "test_make_stack: output truncated",
              _notebook("huge_output.ipynb", lambda: _answer_prefix("    print('x' * 5_000_000)\n"))),
         Case("edited_tests.ipynb", "edited_tests", "repair", FULL - POINTS["test_MySequential"], "graded", "test_MySequential: read-only cell was edited",
@@ -282,6 +284,13 @@ print("SPAWNED")
         return nb
 
     found.append(Case("attacker.ipynb", "attacker", "isolation", FULL, "graded", "", _notebook("attacker.ipynb", attacker)))
+    # One forger and one peeker from the cheat corpus, so that every path grades them.
+    forger, peeker = (next(c for c in cheats.CHEATS if c.name == name)
+                      for name in ("input_transformers_cleanup", "leak_pre_run_cell"))
+    found += [Case("forger.ipynb", "forger", "integrity", 0, "flagged", "failed: test_MySequential",
+                   _notebook("forger.ipynb", lambda: cheats.notebook(forger))),
+              Case("peeker.ipynb", "peeker", "integrity", FULL, "flagged", "",
+                   _notebook("peeker.ipynb", lambda: cheats.notebook(peeker)))]
     return found
 
 
