@@ -29,7 +29,9 @@
 #   `weights_only=True` does about it;
 # - checkpoints that resume training **exactly** after a crash;
 # - atomic writes, so a crash *during* a save cannot destroy the last good file;
-# - saving the architecture together with the parameters (`torch.export`).
+# - saving the architecture together with the parameters (`torch.export`);
+# - in practice: other file formats, the key prefixes that wrappers add, and
+#   loading large checkpoints without a second copy in memory.
 #
 # Every file here goes into a temporary directory that is deleted at the end.
 
@@ -37,6 +39,7 @@
 import os
 import random
 import tempfile
+import warnings
 from pathlib import Path
 
 import torch
@@ -46,17 +49,8 @@ from torch.nn import functional as F
 workdir = tempfile.TemporaryDirectory()
 root = Path(workdir.name)
 
-
-def try_gpu(i=0):
-    """The i-th CUDA device if there is one, else Apple's MPS for i == 0, else the CPU."""
-    if torch.cuda.device_count() > i:
-        return torch.device(f"cuda:{i}")
-    if i == 0 and torch.backends.mps.is_available():
-        return torch.device("mps")
-    return torch.device("cpu")
-
-
-device = try_gpu()
+# This machine's accelerator (CUDA, MPS, ...) if it has one, else the CPU.
+device = torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu")
 
 # %% [markdown]
 # ## Tensors, lists and dicts
@@ -87,10 +81,11 @@ print(torch.load(root / "bundle.pt"))
 # ## A model's parameters: `state_dict`
 #
 # We save a model's `state_dict`, an ordered dict from qualified names to
-# tensors (parameters and buffers), and later load it into a *fresh instance* of
-# the same class. The code defines the architecture; the file holds the numbers.
-# (`torch.save(model)` also works, but it pickles the object; we will see in a
-# moment why loading such a file now fails by default.)
+# tensors (the parameters and the persistent buffers), and later load it into
+# a *fresh instance* of the same class. The code defines the architecture; the
+# file holds the numbers. (`torch.save(model)` also works, but it pickles the
+# object; we will see in a moment why loading such a file now fails by
+# default.)
 
 # %%
 class MLP(nn.Module):
@@ -109,6 +104,30 @@ X = torch.randn(2, 20)
 Y = net(X)
 torch.save(net.state_dict(), root / "mlp.params")
 print(list(net.state_dict()))
+
+# %% [markdown]
+# Two details of `state_dict()` matter before you keep one around:
+#
+# - It holds parameters and **persistent** buffers only. A buffer registered
+#   with `persistent=False` (a cache, a mask that is rebuilt anyway) is left out,
+#   so it is neither saved nor restored.
+# - Its tensors **share memory** with the model: they are the model's own
+#   numbers (detached from autograd), not a copy. A "best weights so far" kept as `best = model.state_dict()` changes
+#   with every later training step. Writing it to a file makes a copy; in memory,
+#   clone every tensor.
+
+# %%
+layer = nn.Linear(2, 2)
+layer.register_buffer("steps", torch.zeros(()))                          # persistent: saved
+layer.register_buffer("scratch", torch.zeros(2), persistent=False)       # left out
+print("keys:", list(layer.state_dict()))
+
+best = layer.state_dict()                                       # meant as a snapshot
+snapshot = {key: value.clone() for key, value in layer.state_dict().items()}
+with torch.no_grad():
+    layer.bias.add_(1.0)                                        # training goes on, in place
+print("the 'snapshot' moved with the model:", torch.equal(best["bias"], layer.bias))
+print("the cloned one did not:             ", not torch.equal(snapshot["bias"], layer.bias))
 
 # %% [markdown]
 # A fresh `MLP()` starts with different random weights. After
@@ -311,11 +330,26 @@ def load_checkpoint(path, model, optimizer, map_location="cpu"):
     state = torch.load(path, map_location=map_location)
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
-    torch.set_rng_state(state["torch_rng"])
+    # map_location moved every tensor in the file, the RNG states too; the
+    # generators accept their state only as a CPU tensor of bytes.
+    torch.set_rng_state(state["torch_rng"].cpu())
     if state["cuda_rng"]:
-        torch.cuda.set_rng_state_all(state["cuda_rng"])
+        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda_rng"]])
     random.setstate(state["python_rng"])
     return state["epoch"]
+
+# %% [markdown]
+# Note the `.cpu()` in `load_checkpoint`. `map_location` applies to *every*
+# tensor in the file: loaded with `map_location="cuda"`, the saved RNG state
+# arrives on the GPU too, and `torch.set_rng_state` refuses anything but a CPU
+# tensor of bytes. The `meta` device, which exists on every machine, shows the
+# same refusal:
+
+# %%
+try:
+    torch.set_rng_state(torch.get_rng_state().to("meta"))
+except TypeError as error:
+    print("TypeError:", error)
 
 # %% [markdown]
 # The reference: four epochs without interruption.
@@ -415,27 +449,34 @@ except Exception as error:
 # The safe way writes to a temporary file **in the same directory**, forces it
 # to disk, and only then renames it over the target with `os.replace`. On one
 # file system a rename is atomic: readers see either the old file or the new
-# one, never half of one. If anything fails, the temporary file is removed and
-# the old checkpoint is untouched.
+# one, never half of one. (A temporary file in another directory, such as
+# `/tmp`, may sit on another file system, where `os.replace` cannot move it.)
+# If anything fails, the temporary file is removed, the old file is untouched,
+# and the error goes on to the caller, who must not believe the save worked.
+#
+# Nothing in this recipe is specific to PyTorch, so we write it once for any
+# file: `atomic_write(path, write)` hands an open binary file to `write`, a
+# function that fills it (with `torch.save`, JSON, anything).
 
 # %%
-def atomic_save(obj, path):
+def atomic_write(path, write):
+    """Call write(f) on a temporary file next to `path`, then move it into place in one step."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
+            write(f)
             f.flush()
-            os.fsync(f.fileno())
+            os.fsync(f.fileno())   # the bytes are on the disk before the name points at them
         os.replace(tmp, path)
     except BaseException:
         os.remove(tmp)
         raise
 
 
-atomic_save(good, root / "atomic.pt")
+atomic_write(root / "atomic.pt", lambda f: torch.save(good, f))
 try:
-    atomic_save(doomed, root / "atomic.pt")
+    atomic_write(root / "atomic.pt", lambda f: torch.save(doomed, f))
 except OSError as error:
     print("save failed:", error)
 survived = torch.load(root / "atomic.pt")
@@ -454,13 +495,20 @@ print("files starting with 'atomic':", sorted(p.name for p in root.glob("atomic*
 # We export the MLP from above in evaluation mode (why the mode matters comes
 # next) and declare the batch dimension as dynamic.
 
+#
+# (Some PyTorch releases, 2.11 among them, warn while loading that "the given
+# buffer is not writable": they wrap the file's bytes in tensors without
+# copying them. It is harmless here, so we silence exactly that message.)
+
 # %%
 net.eval()
 batch = torch.export.Dim("batch")
 exported = torch.export.export(net, (X,), dynamic_shapes=({0: batch},))
 torch.export.save(exported, root / "mlp.pt2")
 
-restored = torch.export.load(root / "mlp.pt2").module()  # no MLP class needed
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message="The given buffer is not writable")
+    restored = torch.export.load(root / "mlp.pt2").module()  # no MLP class needed
 X7 = torch.randn(7, 20)
 print(type(restored).__name__, torch.allclose(restored(X7), net(X7)))
 
@@ -506,10 +554,88 @@ except Exception as error:
     print("a batch of 7 is refused:", type(error).__name__)
 
 # %% [markdown]
+# ## In practice: other formats, wrapped models, big checkpoints
+#
+# **safetensors.** Model hubs often ship weights as `.safetensors` files, a
+# format of the separate `safetensors` package (not part of PyTorch, so not
+# used in this course): a small header that lists each tensor's name, dtype,
+# shape and position, followed by the raw bytes. There is no pickle in it at
+# all, so loading cannot run code, and a loader can map the file into memory
+# instead of reading it. It stores tensors (and a few strings of metadata)
+# only: no optimizer state with Python numbers, no epoch, unless you encode
+# them as tensors yourself.
+#
+# **Prefixes from wrappers.** A model wrapped for speed or for several GPUs
+# keeps the original under an attribute, and its `state_dict` keys gain that
+# attribute's name: `torch.compile(model)` saves `_orig_mod.hidden.weight`,
+# `DistributedDataParallel(model)` and `DataParallel(model)` save
+# `module.hidden.weight`. Loaded into a plain model, every key is unexpected
+# and every parameter missing. The real wrappers take seconds to import
+# (`torch.compile`), need a process group (`DistributedDataParallel`) or move
+# the model onto a GPU (`DataParallel`), so a stand-in that keeps the model as
+# `self.module`, as the last two do, shows the problem here:
+
+# %%
+class Wrapped(nn.Module):
+    def __init__(self, module):
+        super().__init__()
+        self.module = module
+
+    def forward(self, *args):
+        return self.module(*args)
+
+
+state = Wrapped(net).state_dict()
+print("keys of the wrapped model:", list(state)[:2])
+try:
+    MLP().load_state_dict(state)
+except RuntimeError as error:
+    print(error)
+
+# %% [markdown]
+# Either save the inner model (`wrapper.module.state_dict()`,
+# `compiled._orig_mod.state_dict()`), or strip the prefix from a file that
+# already has it. `torch.nn.modules.utils.consume_prefix_in_state_dict_if_present`
+# does that in place, and leaves keys without the prefix alone:
+
+# %%
+from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present
+
+consume_prefix_in_state_dict_if_present(state, "module.")
+plain = MLP()
+print(plain.load_state_dict(state), torch.equal(plain(X), net(X)))
+
+# %% [markdown]
+# **Big checkpoints.** `torch.load` reads the whole file into memory, and
+# `load_state_dict` then *copies* every tensor into the model's own, so for a
+# moment the weights exist twice: as loaded, and in the model, which was first
+# filled with random values only to overwrite them. Two options avoid that:
+#
+# - `torch.load(path, mmap=True)` maps the file into memory: the tensors' bytes
+#   are read from the disk when they are used, not all up front;
+# - a model built on the `meta` device has shapes but no memory, and
+#   `load_state_dict(state, assign=True)` makes the loaded tensors its
+#   parameters instead of copying them into the existing ones.
+#
+# Together they build a model whose parameters come straight from the file.
+# (With `assign=True` the parameters are the loaded tensors, so they are on
+# the device `torch.load` put them on, the CPU here.)
+
+# %%
+torch.save(net.state_dict(), root / "big.params")
+with torch.device("meta"):
+    lean = MLP()                                      # shapes only, no memory
+print("before loading:", lean.hidden.weight.device)
+lean.load_state_dict(torch.load(root / "big.params", mmap=True), assign=True)
+print("after loading: ", lean.hidden.weight.device, type(lean.hidden.weight).__name__,
+      torch.equal(lean(X), net(X)))
+
+# %% [markdown]
 # Done with the files: deleting the temporary directory removes everything we
 # wrote.
 
 # %%
+del lean  # its parameters still read big.params; some systems refuse to delete a mapped file
 workdir.cleanup()
 print(root.exists())
 
@@ -519,6 +645,8 @@ print(root.exists())
 # - `torch.save`/`torch.load` handle tensors and containers of them; for models,
 #   save the `state_dict` and load it into a fresh instance of the class. A
 #   pickled model object no longer loads under the `weights_only=True` default.
+# - A `state_dict` holds parameters and persistent buffers, and shares memory
+#   with the model: clone it for a snapshot kept in memory.
 # - Loading is strict by default; `strict=False` returns the missing and
 #   unexpected keys, which you must check.
 # - `map_location="cpu"` loads files written on any device; move afterwards.
@@ -527,11 +655,15 @@ print(root.exists())
 #   those (`torch.serialization.add_safe_globals`) rather than turning it off.
 # - A checkpoint holds model, optimizer, epoch and RNG states; with all four,
 #   this CPU run resumes bit for bit. Real runs add scheduler, scaler and sampler
-#   state (and MPS's RNG), and on a GPU need deterministic algorithms.
-# - Write to a temporary file and `os.replace` it, so a crash never destroys
-#   the last good checkpoint.
+#   state (and MPS's RNG), and on a GPU need deterministic algorithms. RNG
+#   states go back to the CPU (`.cpu()`) whatever `map_location` did to them.
+# - Write to a temporary file next to the target and `os.replace` it, so a
+#   crash never destroys the last good checkpoint.
 # - `torch.export` stores architecture and parameters as a graph: no code needed
 #   to run it, at the price of fixed shapes (unless declared), one traced path
 #   and frozen Python state, the training mode included: call `eval()` first.
+# - Wrappers prefix the keys (`_orig_mod.`, `module.`): save the inner model or
+#   strip the prefix. `mmap=True` with `assign=True` loads big checkpoints
+#   without a second copy; `.safetensors` files hold tensors and no pickle.
 #
 # Now practise in the exercise: `exercises/06_file_io/06_file_io.ipynb`.
