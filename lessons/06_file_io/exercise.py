@@ -22,8 +22,10 @@
 # the visible checks pass. When grading, more checks of the same behaviour run on
 # other inputs, so make the code right, not just the examples.
 #
-# Use only `torch`, the standard library, `numpy` and `matplotlib`. The tests
-# write their files into temporary directories; so should you.
+# Use only `torch`, the standard library, `numpy` and `matplotlib`. Your
+# functions write only where they are told: every test gives them a `path`
+# inside a temporary folder of its own and deletes that folder afterwards. (The
+# temporary file of item 2 therefore goes next to `path`, into that same folder.)
 
 # %%
 import os
@@ -42,24 +44,34 @@ _ = torch.manual_seed(0)  # the same random examples on every run
 #
 # Write two functions:
 #
-# - `save_checkpoint(path, model, optimizer, epoch)` writes one file at `path`
-#   holding everything needed to continue training;
-# - `load_checkpoint(path, model, optimizer, map_location="cpu")` restores that
-#   state into an existing `model` and `optimizer` (passing `map_location` on to
-#   `torch.load`) and **returns the saved epoch**.
+# - `save_checkpoint(path, model, optimizer, epoch, scheduler=None)` writes one
+#   file at `path` holding everything needed to continue training;
+# - `load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None)`
+#   restores that state into an existing `model`, `optimizer` and, when one is
+#   given, learning-rate `scheduler` (passing `map_location` on to
+#   `torch.load`), and **returns the saved epoch**.
+#
+# The scheduler is optional: the tests call both functions without one (the
+# first four arguments only) and with one, such as
+# `torch.optim.lr_scheduler.StepLR`, stepped after every optimizer step. `path`
+# may be a string or a `pathlib.Path`. `map_location` may put the loaded
+# tensors on another device (a GPU); keep in mind what that does to a saved RNG
+# state.
 #
 # The contract: a run that saves a checkpoint, "crashes", and resumes in a fresh
-# model and optimizer from that file must end with **exactly** the same
-# parameters (`torch.equal`, not `allclose`) as a run that never stopped. The
-# models in the tests use dropout and the training loop draws random data, so
-# think about everything that influences the next steps.
+# model, optimizer and scheduler from that file must end with **exactly** the
+# same parameters (`torch.equal`, not `allclose`) as a run that never stopped.
+# The models in the tests use dropout, and the training loop draws its data with
+# `torch` and scales it with Python's `random` module, so think about everything
+# that influences the next steps.
 
 # %% answer grade_id="checkpoint"
-def save_checkpoint(path, model, optimizer, epoch):
+def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     ### BEGIN SOLUTION
     torch.save({
         "model": model.state_dict(),
         "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict() if scheduler is not None else None,
         "epoch": epoch,
         "torch_rng": torch.get_rng_state(),
         "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
@@ -68,11 +80,14 @@ def save_checkpoint(path, model, optimizer, epoch):
     ### END SOLUTION
 
 
-def load_checkpoint(path, model, optimizer, map_location="cpu"):
+def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     ### BEGIN SOLUTION
     state = torch.load(path, map_location=map_location)
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
+    if scheduler is not None:
+        scheduler.load_state_dict(state["scheduler"])
+    # map_location moved the RNG states too; the generators take CPU byte tensors only
     torch.set_rng_state(state["torch_rng"].cpu())
     if state["cuda_rng"]:
         torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda_rng"]])
@@ -81,65 +96,116 @@ def load_checkpoint(path, model, optimizer, map_location="cpu"):
     ### END SOLUTION
 
 # %% tests grade_id="test_checkpoint" points=4
+import pickle
+
+
 def _make_model():
     return nn.Sequential(nn.Linear(5, 16), nn.ReLU(), nn.Dropout(0.5), nn.Linear(16, 1))
 
 
-def _train(model, optimizer, steps):
-    """A few steps on random data; dropout and the data both draw from the global RNG."""
+def _train(model, optimizer, scheduler, steps):
+    """A few steps on random data: dropout and the data draw from torch's RNG, the data's scale from Python's."""
     model.train()
     for _ in range(steps):
-        x = torch.randn(8, 5)
+        x = torch.randn(8, 5) * (0.5 + random.random())
         loss = (model(x) - x.sum(1, keepdim=True)).pow(2).mean()
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
 
 
-def _check_resume(make_optimizer, epoch, path_type=str, map_location="cpu"):
+def _call(function, *args, **kwargs):
+    """function(*args, **kwargs), with the two errors a signature or a pickled object cause explained."""
+    try:
+        return function(*args, **kwargs)
+    except TypeError as error:
+        if "scheduler" not in str(error):
+            raise
+        raise AssertionError(f"{function.__name__} should take an optional scheduler: add the keyword argument "
+                             f"scheduler=None and handle both cases ({error}).") from error
+    except pickle.UnpicklingError as error:
+        raise AssertionError("torch.load refused the checkpoint: store state_dicts, tensors and plain Python "
+                             "values in it, not objects such as the scheduler itself.") from error
+
+
+def _check_resume(make_optimizer, epoch, make_scheduler=None, path_type=str, map_location=None):
     """Train 3+3 steps without stopping, then 3 steps, save, crash, load and 3 more: compare."""
+    def build():
+        model = _make_model()
+        optimizer = make_optimizer(model.parameters())
+        return model, optimizer, make_scheduler(optimizer) if make_scheduler else None
+
     torch.manual_seed(10)
-    model = _make_model()
-    optimizer = make_optimizer(model.parameters())
-    _train(model, optimizer, 3)
-    _train(model, optimizer, 3)
+    random.seed(10)
+    model, optimizer, scheduler = build()
+    _train(model, optimizer, scheduler, 6)
     reference = [p.detach().clone() for p in model.parameters()]
 
     with tempfile.TemporaryDirectory() as folder:
         path = path_type(os.path.join(folder, "checkpoint.pt"))
         torch.manual_seed(10)
-        model = _make_model()
-        optimizer = make_optimizer(model.parameters())
-        _train(model, optimizer, 3)
+        random.seed(10)
+        model, optimizer, scheduler = build()
+        _train(model, optimizer, scheduler, 3)
         saved_params = [p.detach().clone() for p in model.parameters()]
-        saved_rng = torch.get_rng_state()
-        save_checkpoint(path, model, optimizer, epoch)
+        saved_rng, saved_python_rng = torch.get_rng_state(), random.getstate()
+        if scheduler is None:
+            _call(save_checkpoint, path, model, optimizer, epoch)
+        else:
+            _call(save_checkpoint, path, model, optimizer, epoch, scheduler=scheduler)
+            saved_lr, saved_steps = optimizer.param_groups[0]["lr"], scheduler.last_epoch
         assert os.path.exists(path), "save_checkpoint should write its file at the given path."
 
-        # The crash: a new process with another RNG state and a fresh model and optimizer.
+        # The crash: a new process with other RNG states and a fresh model, optimizer and scheduler.
         torch.manual_seed(999)
-        model = _make_model()
-        optimizer = make_optimizer(model.parameters())
-        got = load_checkpoint(path, model, optimizer, map_location=map_location)
+        random.seed(999)
+        model, optimizer, scheduler = build()
+        options = {} if map_location is None else {"map_location": map_location}
+        if scheduler is not None:
+            options["scheduler"] = scheduler
+        got = _call(load_checkpoint, path, model, optimizer, **options)
         assert got == epoch, f"load_checkpoint should return the saved epoch {epoch}, got {got!r}."
         assert all(torch.equal(p, q) for p, q in zip(model.parameters(), saved_params)), \
             "After loading, the model's parameters differ from the saved ones: is the model's state_dict saved and loaded?"
         assert torch.equal(torch.get_rng_state(), saved_rng), \
-            "After loading, the random number generator is not where it was at saving time: save torch.get_rng_state() and restore it with torch.set_rng_state()."
-        _train(model, optimizer, 3)
+            "After loading, torch's random number generator is not where it was at saving time: save torch.get_rng_state() and restore it with torch.set_rng_state()."
+        assert random.getstate() == saved_python_rng, \
+            "After loading, Python's random module is not where it was at saving time: save random.getstate() and restore it with random.setstate()."
+        if scheduler is not None:
+            assert scheduler.last_epoch == saved_steps and optimizer.param_groups[0]["lr"] == saved_lr, \
+                f"After loading, the scheduler has counted {scheduler.last_epoch} steps instead of {saved_steps}: " \
+                "save scheduler.state_dict() and load it into the scheduler given to load_checkpoint."
+        _train(model, optimizer, scheduler, 3)
     assert all(torch.equal(p, q) for p, q in zip(model.parameters(), reference)), \
-        "The resumed run drifts from the uninterrupted one: is the optimizer's state_dict (momentum, Adam moments) saved and loaded?"
+        "The resumed run drifts from the uninterrupted one: are the optimizer's state_dict (momentum, Adam " \
+        "moments) and the scheduler's state_dict saved and loaded?"
 
 
-_check_resume(lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.9), epoch=3)
-### BEGIN HIDDEN TESTS
-_check_resume(lambda params: torch.optim.Adam(params, lr=0.01), epoch=17, path_type=Path)
-_check_resume(lambda params: torch.optim.AdamW(params, lr=0.02, weight_decay=0.1), epoch=0)
 _calls = []
+
+
 def _counting_location(storage, location):
+    """A map_location that leaves every tensor where it is and counts the calls."""
     _calls.append(location)
     return storage
+
+
+# Without a scheduler, as in the contract's four-argument call, and map_location left at its default.
+_check_resume(lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.9), epoch=7)
+# With a scheduler, a pathlib.Path and a map_location that must reach torch.load.
+_check_resume(lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.9), epoch=2,
+              make_scheduler=lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5),
+              path_type=Path, map_location=_counting_location)
+assert _calls, "load_checkpoint should pass its map_location argument on to torch.load."
+### BEGIN HIDDEN TESTS
+_check_resume(lambda params: torch.optim.Adam(params, lr=0.01), epoch=17, path_type=Path,
+              make_scheduler=lambda opt: torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=5))
+_check_resume(lambda params: torch.optim.AdamW(params, lr=0.02, weight_decay=0.1), epoch=0, map_location="cpu")
+_calls.clear()
 _check_resume(lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.5), epoch=5,
+              make_scheduler=lambda opt: torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.7),
               map_location=_counting_location)
 assert _calls, "load_checkpoint should pass its map_location argument on to torch.load."
 ### END HIDDEN TESTS
@@ -157,10 +223,15 @@ assert _calls, "load_checkpoint should pass its map_location argument on to torc
 #
 # `path` may be a string or a `pathlib.Path`.
 #
-# Write to a temporary file **in the same folder** as `path`, then move it into
-# place with `os.replace`, which is atomic within one file system. Another
-# folder (such as `/tmp`) may be on another file system, and there `os.replace`
-# fails.
+# Write to a temporary file **in the same folder** as `path` (not in `/tmp`, not
+# in the current folder), then move it into place with `os.replace`, which is
+# atomic within one file system. Another folder may be on another file system,
+# and there `os.replace` fails. The lecture wrote this recipe for any kind of
+# file; here it is for `torch.save`.
+#
+# The tests make three kinds of crash happen: `torch.save` fails while pickling
+# `obj`; the disk "fills up" as soon as anything opens the file at `path` itself
+# for writing; and the final `os.replace` fails.
 
 # %% answer grade_id="atomic_save"
 def atomic_save(obj, path):
@@ -179,11 +250,18 @@ def atomic_save(obj, path):
     ### END SOLUTION
 
 # %% tests grade_id="test_atomic_save" points=3
-# The crash is real, not simulated by replacing torch.save (however you
+# The crashes are real, not simulated by replacing torch.save (however you
 # imported it): an object that raises while torch.save pickles it, when the
-# file being written is already open. A save straight into `path` leaves a
-# broken file there. (Making the folder read-only would not do: root, as on
-# Colab, may write into it anyway.)
+# file being written is already open; a file at `path` that cannot be written
+# once it is opened for writing (as on a full disk); and an os.replace that
+# fails. (Making the folder read-only would not do: root, as on Colab, may
+# write into it anyway.)
+import builtins
+import errno
+import io
+from contextlib import contextmanager
+
+
 def _open_files():
     """Regular files this process has open, from Linux's /proc (an empty set elsewhere).
     A journal of IPython's history database, which another thread of the kernel
@@ -227,6 +305,9 @@ def _failing_save(path):
     if existed:
         assert os.path.exists(path), \
             "After a failed save there is no file at path: the previous one must stay until the new one is complete (do not delete it first)."
+    else:
+        assert not os.path.exists(path), \
+            "A failed very first save left a file at path: only a complete file may ever appear there."
     elsewhere = [f for f in crash.open_files - before_open if os.path.dirname(f) != os.path.realpath(folder)]
     assert not elsewhere, \
         f"The temporary file was written at {elsewhere[0]}, not in the folder of path: os.replace cannot move a file across file systems, so keep it next to path."
@@ -234,8 +315,87 @@ def _failing_save(path):
     assert not left, f"A failed save left {left} behind: remove the temporary file when the write fails."
 
 
+def _is_target(file, target):
+    return isinstance(file, (str, bytes, os.PathLike)) and os.path.realpath(file) == os.path.realpath(target)
+
+
+@contextmanager
+def _disk_full_at(target):
+    """While active, opening the file at `target` itself for writing really opens it (a
+    mode "w" open empties it) and then fails, as a full disk would at the first write."""
+    saved = builtins.open, io.open, os.open
+
+    def crash():
+        return OSError(errno.ENOSPC, "simulated: no space left on the device while writing into path itself")
+
+    def fake_open(file, mode="r", *args, **kwargs):
+        handle = saved[0](file, mode, *args, **kwargs)
+        if _is_target(file, target) and any(c in mode for c in "wax+"):
+            handle.close()
+            raise crash()
+        return handle
+
+    def fake_os_open(file, flags, *args, **kwargs):
+        fd = saved[2](file, flags, *args, **kwargs)
+        if _is_target(file, target) and flags & (os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_TRUNC):
+            os.close(fd)
+            raise crash()
+        return fd
+
+    builtins.open = io.open = fake_open
+    os.open = fake_os_open
+    try:
+        yield
+    finally:
+        builtins.open, io.open, os.open = saved
+
+
+def _full_disk_save(path, obj):
+    """atomic_save(obj, path) while writing into path itself fails: path must still hold a whole checkpoint."""
+    with _disk_full_at(path):
+        try:
+            atomic_save(obj, path)
+        except Exception:  # the crash may reach the caller; what counts is the file left at path
+            pass
+    try:
+        return torch.load(path)
+    except Exception as error:
+        raise AssertionError("The disk filled up while atomic_save was writing into path itself, and the file at "
+                             "path is now broken: write the bytes (even ones pickled in memory first) into a "
+                             "temporary file next to path, then os.replace it into place.") from error
+
+
+def _failing_replace_save(path, obj):
+    """atomic_save(obj, path) while os.replace (and os.rename) fail: checks what must hold after the failure."""
+    folder = os.path.dirname(os.path.abspath(path))
+    before_files = set(os.listdir(folder))
+    with open(path, "rb") as f:
+        before_bytes = f.read()
+    saved = os.replace, os.rename
+
+    def fail(*args, **kwargs):
+        raise OSError(errno.EACCES, "simulated: moving the finished file into place failed")
+
+    os.replace = os.rename = fail
+    try:
+        atomic_save(obj, path)
+    except OSError:
+        pass
+    else:
+        raise AssertionError("atomic_save returned normally although its final os.replace failed (the test made it "
+                             "fail): does it write a temporary file and move it into place with os.replace, and "
+                             "does the error reach the caller?")
+    finally:
+        os.replace, os.rename = saved
+    with open(path, "rb") as f:
+        assert f.read() == before_bytes, "After os.replace failed, the file at path changed: write only the temporary file."
+    left = sorted(set(os.listdir(folder)) - before_files)
+    assert not left, f"When os.replace fails, {left} is left behind: remove the temporary file on every failure."
+
+
 with tempfile.TemporaryDirectory() as _folder:
     _path = os.path.join(_folder, "model.pt")
+    _failing_save(_path)
     atomic_save({"w": torch.arange(5.0), "epoch": 1}, _path)
     _back = torch.load(_path)
     assert _back["epoch"] == 1 and torch.equal(_back["w"], torch.arange(5.0)), \
@@ -250,12 +410,19 @@ with tempfile.TemporaryDirectory() as _folder:
                              "are you writing into path itself instead of a temporary file?") from _error
     assert _back["epoch"] == 1 and torch.equal(_back["w"], torch.arange(5.0)), \
         "After a failed save, path should still hold the previous checkpoint: is a partial file moved into place?"
+    try:
+        atomic_save({"epoch": 2}, Path(_path))
+    except TypeError as _error:
+        raise AssertionError("atomic_save should accept a pathlib.Path as well as a string: build the temporary "
+                             "name with pathlib or f-strings, not with +.") from _error
+    assert torch.load(_path) == {"epoch": 2}, "Saving again to the same path (here a pathlib.Path) should replace the old file."
+    _back = _full_disk_save(_path, {"epoch": 3})
+    assert _back["epoch"] in (2, 3), "After a crash while writing, path should hold the old or the new checkpoint."
+    _failing_replace_save(_path, {"epoch": 4})
 ### BEGIN HIDDEN TESTS
 with tempfile.TemporaryDirectory() as _folder:
     _path = Path(_folder) / "weights.pt"
     _failing_save(_path)
-    assert not _path.exists(), \
-        "A failed very first save must leave no file at path: only a complete file may appear there."
     atomic_save({"w": torch.ones(3)}, _path)
     atomic_save([torch.full((2,), 7.0), "second"], _path)
     _back = torch.load(_path)
@@ -264,11 +431,15 @@ with tempfile.TemporaryDirectory() as _folder:
     _failing_save(_path)
     _back = torch.load(_path)
     assert _back[1] == "second", "When pickling fails halfway through torch.save, the previous file at path must stay intact."
+    _back = _full_disk_save(_path, {"w": torch.zeros(50_000)})
+    assert isinstance(_back, (list, dict)), "After a crash while writing, path should hold a whole checkpoint."
     _subfolder = Path(_folder) / "run"
     _subfolder.mkdir()
     atomic_save({"epoch": 3}, str(_subfolder / "last.pt"))
     assert torch.load(_subfolder / "last.pt")["epoch"] == 3, "atomic_save should work for a path in any folder."
     _failing_save(str(_subfolder / "last.pt"))
+    _failing_replace_save(str(_subfolder / "last.pt"), [torch.ones(4)])
+    _failing_replace_save(_path, {"epoch": 9})
     assert sorted(p.name for p in Path(_folder).rglob("*")) == ["last.pt", "run", "weights.pt"], \
         f"Only the two checkpoints should be left, found {sorted(p.name for p in Path(_folder).rglob('*'))}."
 ### END HIDDEN TESTS
@@ -279,8 +450,10 @@ with tempfile.TemporaryDirectory() as _folder:
 # Transfer learning often reuses only some layers of a trained network. Write
 # `load_prefix(model, state_dict, prefixes)`: copy into `model` only the entries
 # of `state_dict` whose keys start with one of the strings in `prefixes` (a list
-# or tuple), leave every other parameter and buffer of `model` untouched, and
-# return the keys that were loaded (any list, tuple or set of them).
+# or tuple, possibly empty), leave every other parameter and buffer of `model`
+# untouched, and return the keys that were loaded (any list, tuple or set of
+# them). Buffers count like parameters, and the model must not share memory
+# with the given `state_dict` afterwards.
 
 # %% answer grade_id="load_prefix"
 def load_prefix(model, state_dict, prefixes):
@@ -292,16 +465,33 @@ def load_prefix(model, state_dict, prefixes):
 
 # %% tests grade_id="test_load_prefix" points=2
 torch.manual_seed(20)
-_source = nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 2))
-_target = nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 2))
+_net = lambda: nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Sequential(nn.Linear(6, 6), nn.Linear(6, 2)))
+_source, _target = _net(), _net()
 _before = {k: v.clone() for k, v in _target.state_dict().items()}
 _loaded = load_prefix(_target, _source.state_dict(), ["0."])
 assert _loaded is not None and sorted(_loaded) == ["0.bias", "0.weight"], \
-    f"load_prefix should return the loaded keys ['0.bias', '0.weight'] (in any order), got {_loaded!r}."
+    f"load_prefix should return the loaded keys ['0.bias', '0.weight'] (in any order), got {_loaded!r}: " \
+    "only keys that *start* with a prefix count ('2.0.weight' merely contains '0.')."
 assert torch.equal(_target[0].weight, _source[0].weight) and torch.equal(_target[0].bias, _source[0].bias), \
     "The entries under the prefix '0.' were not copied into the model."
-assert torch.equal(_target[2].weight, _before["2.weight"]) and torch.equal(_target[2].bias, _before["2.bias"]), \
-    "Entries outside the prefixes must stay untouched: are you loading the whole state_dict?"
+for _key in ("2.0.weight", "2.0.bias", "2.1.weight", "2.1.bias"):
+    assert torch.equal(_target.state_dict()[_key], _before[_key]), \
+        f"{_key} changed: entries outside the prefixes must stay untouched (are you loading the whole state_dict?)."
+_loaded = load_prefix(_target, _source.state_dict(), ("2.1.weight",))
+assert sorted(_loaded) == ["2.1.weight"] and torch.equal(_target[2][1].weight, _source[2][1].weight), \
+    f"A prefix may be a whole key, and prefixes may come as a tuple: expected ['2.1.weight'], got {_loaded!r}."
+assert not list(load_prefix(_target, _source.state_dict(), [])), "With no prefixes nothing should be loaded."
+
+_bn_source, _bn_target = nn.BatchNorm1d(3), nn.BatchNorm1d(3)
+_bn_source(torch.randn(16, 3) * 2 + 1)  # updates the running statistics (buffers)
+_loaded = load_prefix(_bn_target, _bn_source.state_dict(), ["running_"])
+assert torch.equal(_bn_target.running_mean, _bn_source.running_mean) and "running_mean" in set(_loaded), \
+    "Buffers (BatchNorm's running_mean) under a prefix should be loaded and returned like parameters."
+_state = {k: v.clone() for k, v in _source.state_dict().items()}
+load_prefix(_target, _state, ["0."])
+_state["0.weight"].add_(1.0)
+assert not torch.equal(_target[0].weight, _state["0.weight"]), \
+    "The model shares memory with the given state_dict: copy the values in (load_state_dict does) instead of assigning tensors."
 ### BEGIN HIDDEN TESTS
 torch.manual_seed(21)
 _layers = lambda: nn.Sequential(*[nn.Linear(3, 3) for _ in range(12)])
@@ -313,10 +503,10 @@ assert sorted(_loaded) == ["1.bias", "1.weight", "3.weight"], \
 for _key, _value in _target.state_dict().items():
     _expected = _source.state_dict()[_key] if _key in ("1.bias", "1.weight", "3.weight") else _before[_key]
     assert torch.equal(_value, _expected), f"{_key} has the wrong value after load_prefix."
-assert not list(load_prefix(_target, _source.state_dict(), [])), "With no prefixes nothing should be loaded."
+assert not list(load_prefix(_target, _source.state_dict(), ())), "With no prefixes nothing should be loaded."
 
 _bn_source = nn.Sequential(nn.Linear(2, 4), nn.BatchNorm1d(4))
-_bn_source(torch.randn(16, 2) * 3 + 1)  # updates the running statistics (buffers)
+_bn_source(torch.randn(16, 2) * 3 + 1)
 _bn_target = nn.Sequential(nn.Linear(2, 4), nn.BatchNorm1d(4))
 _loaded = load_prefix(_bn_target, _bn_source.state_dict(), ["1."])
 assert torch.equal(_bn_target[1].running_mean, _bn_source[1].running_mean), \
@@ -335,9 +525,11 @@ assert not torch.equal(_fresh[0].weight, _state["0.weight"]), \
 # ## 4. Loading untrusted files safely
 #
 # Write `safe_load(path)`: it loads files holding tensors, lists, tuples, dicts,
-# numbers, strings and `state_dict`s, onto the CPU, and **raises an exception**
-# for a file whose pickle would construct arbitrary objects or call arbitrary
-# functions. It must never fall back to an unsafe load.
+# numbers, strings, `None` and `state_dict`s, onto the CPU, and **raises an
+# exception** for a file whose pickle would construct arbitrary objects or call
+# arbitrary functions. It must never fall back to an unsafe load, and it must
+# not trust a file just because the file says which classes it needs. `path`
+# may be a string or a `pathlib.Path`.
 
 # %% answer grade_id="safe_load"
 def safe_load(path):
@@ -346,26 +538,50 @@ def safe_load(path):
     ### END SOLUTION
 
 # %% tests grade_id="test_safe_load" points=2
+import argparse
+
+
 class _Payload:
     """A harmless stand-in for an attack: unpickling it would call os.getcwd()."""
     def __reduce__(self):
         return (os.getcwd, ())
 
 
+def _refused(path):
+    """True if safe_load raises for the file at path."""
+    try:
+        safe_load(path)
+    except Exception:
+        return True
+    return False
+
+
 with tempfile.TemporaryDirectory() as _folder:
     _path = os.path.join(_folder, "plain.pt")
-    torch.save({"w": torch.arange(3), "epoch": 4}, _path)
-    _back = safe_load(_path)
+    torch.save({"w": torch.arange(3), "epoch": 4, "pair": (1, None)}, _path)
+    try:
+        _back = safe_load(_path)
+    except Exception as _error:
+        raise AssertionError("safe_load failed on a plain dict of tensors and numbers: load it with torch.load "
+                             "(weights_only=True), which knows how tensors are stored.") from _error
     assert isinstance(_back, dict) and _back["epoch"] == 4 and torch.equal(_back["w"], torch.arange(3)), \
         "safe_load should load a plain dict of tensors and numbers unchanged."
+    assert _back["pair"] == (1, None), "A tuple (with None in it) should load unchanged."
+    torch.manual_seed(30)
+    _layer = nn.Linear(3, 2)
+    torch.save(_layer.state_dict(), Path(_folder) / "layer.pt")
+    _fresh = nn.Linear(3, 2)
+    _fresh.load_state_dict(safe_load(Path(_folder) / "layer.pt"))
+    assert torch.equal(_fresh.weight, _layer.weight), "A state_dict loaded with safe_load (from a pathlib.Path) should restore a layer exactly."
     _evil = os.path.join(_folder, "evil.pt")
     torch.save({"w": torch.ones(2), "extra": _Payload()}, _evil)
-    try:
-        _result = safe_load(_evil)
-    except Exception:
-        _result = "refused"
-    assert _result == "refused", \
+    assert _refused(_evil), \
         "safe_load ran a malicious pickle instead of raising: load with weights_only=True and never fall back to weights_only=False."
+    _odd = os.path.join(_folder, "hyperparameters.pt")
+    torch.save({"w": torch.ones(2), "args": argparse.Namespace(lr=0.1)}, _odd)
+    assert _refused(_odd), \
+        "safe_load built an argparse.Namespace, an object of a class the file chose: refuse it (weights_only=True " \
+        "does), and never allow whatever globals the file asks for."
 ### BEGIN HIDDEN TESTS
 with tempfile.TemporaryDirectory() as _folder:
     _folder = Path(_folder)
@@ -387,11 +603,9 @@ with tempfile.TemporaryDirectory() as _folder:
     assert torch.equal(_loaded, _tensor) and _loaded.device.type == "cpu", \
         "A single tensor should load unchanged onto the CPU."
     torch.save([1, [2, {"deep": _Payload()}]], _folder / "deep.pt")
-    try:
-        _result = safe_load(_folder / "deep.pt")
-    except Exception:
-        _result = "refused"
-    assert _result == "refused", "A malicious object nested deep inside a list must be refused as well."
+    assert _refused(_folder / "deep.pt"), "A malicious object nested deep inside a list must be refused as well."
+    torch.save([argparse.Namespace(seed=1)], _folder / "namespace.pt")
+    assert _refused(str(_folder / "namespace.pt")), "An object of an arbitrary class inside a list must be refused as well."
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -415,8 +629,9 @@ with tempfile.TemporaryDirectory() as _folder:
 # %% [markdown]
 # ## Summary
 #
-# - A checkpoint that resumes exactly holds the model and optimizer
-#   `state_dict`s, the epoch and the RNG state.
+# - A checkpoint that resumes exactly holds the model, optimizer and scheduler
+#   `state_dict`s, the epoch and every RNG state the training draws from (moved
+#   back to the CPU whatever `map_location` did).
 # - Write to a temporary file in the same folder, then `os.replace`: the old
 #   file survives a crash, and the error still reaches the caller.
 # - `load_state_dict(..., strict=False)` with a filtered dict loads part of a

@@ -2,64 +2,185 @@
 # Each must lose exactly its own item's points (see tools/cells.py).
 
 # %% wrong id=checkpoint -- saves model, optimizer and epoch but not the RNG state
-def save_checkpoint(path, model, optimizer, epoch):
-    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch}, path)
+def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
+                "scheduler": scheduler.state_dict() if scheduler else None}, path)
 
 
-def load_checkpoint(path, model, optimizer, map_location="cpu"):
+def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     state = torch.load(path, map_location=map_location)
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
+    if scheduler:
+        scheduler.load_state_dict(state["scheduler"])
     return state["epoch"]
 
 # %% wrong id=checkpoint -- saves only the model, so momentum and Adam moments restart from zero
-def save_checkpoint(path, model, optimizer, epoch):
-    torch.save({"model": model.state_dict(), "epoch": epoch, "rng": torch.get_rng_state()}, path)
+def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
+    torch.save({"model": model.state_dict(), "epoch": epoch, "rng": torch.get_rng_state(),
+                "python_rng": random.getstate(), "scheduler": scheduler.state_dict() if scheduler else None}, path)
 
 
-def load_checkpoint(path, model, optimizer, map_location="cpu"):
+def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     state = torch.load(path, map_location=map_location)
     model.load_state_dict(state["model"])
-    torch.set_rng_state(state["rng"])
+    if scheduler:
+        scheduler.load_state_dict(state["scheduler"])
+    torch.set_rng_state(state["rng"].cpu())
+    random.setstate(state["python_rng"])
     return state["epoch"]
 
 # %% wrong id=checkpoint -- stores the initial seed and re-seeds, instead of the RNG state itself
-def save_checkpoint(path, model, optimizer, epoch):
+def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
-                "seed": torch.initial_seed()}, path)
+                "seed": torch.initial_seed(), "python_rng": random.getstate(),
+                "scheduler": scheduler.state_dict() if scheduler else None}, path)
 
 
-def load_checkpoint(path, model, optimizer, map_location="cpu"):
+def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     state = torch.load(path, map_location=map_location)
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
+    if scheduler:
+        scheduler.load_state_dict(state["scheduler"])
     torch.manual_seed(state["seed"])
+    random.setstate(state["python_rng"])
+    return state["epoch"]
+
+# %% wrong id=checkpoint -- saves torch's RNG state but not the state of Python's random module
+def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
+                "rng": torch.get_rng_state(), "scheduler": scheduler.state_dict() if scheduler else None}, path)
+
+
+def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
+    state = torch.load(path, map_location=map_location)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    if scheduler:
+        scheduler.load_state_dict(state["scheduler"])
+    torch.set_rng_state(state["rng"].cpu())
     return state["epoch"]
 
 # %% wrong id=checkpoint -- returns the next epoch instead of the saved one
-def save_checkpoint(path, model, optimizer, epoch):
+def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
-                "rng": torch.get_rng_state()}, path)
+                "rng": torch.get_rng_state(), "python_rng": random.getstate(),
+                "scheduler": scheduler.state_dict() if scheduler else None}, path)
+
+
+def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
+    state = torch.load(path, map_location=map_location)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    if scheduler:
+        scheduler.load_state_dict(state["scheduler"])
+    torch.set_rng_state(state["rng"].cpu())
+    random.setstate(state["python_rng"])
+    return state["epoch"] + 1
+
+# %% wrong id=checkpoint -- ignores map_location and always loads onto the CPU
+def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
+                "rng": torch.get_rng_state(), "python_rng": random.getstate(),
+                "scheduler": scheduler.state_dict() if scheduler else None}, path)
+
+
+def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
+    state = torch.load(path, map_location="cpu")
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    if scheduler:
+        scheduler.load_state_dict(state["scheduler"])
+    torch.set_rng_state(state["rng"])
+    random.setstate(state["python_rng"])
+    return state["epoch"]
+
+# %% wrong id=checkpoint -- the lecture's functions pasted as they are: no place for a scheduler
+def save_checkpoint(path, model, optimizer, epoch):
+    torch.save({"model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "epoch": epoch,
+                "torch_rng": torch.get_rng_state(),
+                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+                "python_rng": random.getstate()}, path)
 
 
 def load_checkpoint(path, model, optimizer, map_location="cpu"):
     state = torch.load(path, map_location=map_location)
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
-    torch.set_rng_state(state["rng"])
-    return state["epoch"] + 1
+    torch.set_rng_state(state["torch_rng"].cpu())
+    if state["cuda_rng"]:
+        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda_rng"]])
+    random.setstate(state["python_rng"])
+    return state["epoch"]
 
-# %% wrong id=checkpoint -- ignores map_location and always loads onto the CPU
-def save_checkpoint(path, model, optimizer, epoch):
+# %% wrong id=checkpoint -- makes the scheduler a required argument, so the contract's four-argument call fails
+def save_checkpoint(path, model, optimizer, epoch, scheduler):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
-                "rng": torch.get_rng_state()}, path)
+                "scheduler": scheduler.state_dict(), "rng": torch.get_rng_state(),
+                "python_rng": random.getstate()}, path)
 
 
-def load_checkpoint(path, model, optimizer, map_location="cpu"):
-    state = torch.load(path, map_location="cpu")
+def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
+    state = torch.load(path, map_location=map_location)
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
-    torch.set_rng_state(state["rng"])
+    scheduler.load_state_dict(state["scheduler"])
+    torch.set_rng_state(state["rng"].cpu())
+    random.setstate(state["python_rng"])
+    return state["epoch"]
+
+# %% wrong id=checkpoint -- saves the scheduler's state but never loads it into the new scheduler
+def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
+                "rng": torch.get_rng_state(), "python_rng": random.getstate(),
+                "scheduler": scheduler.state_dict() if scheduler else None}, path)
+
+
+def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
+    state = torch.load(path, map_location=map_location)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    torch.set_rng_state(state["rng"].cpu())
+    random.setstate(state["python_rng"])
+    return state["epoch"]
+
+# %% wrong id=checkpoint -- stores the scheduler object itself, which torch.load's weights_only default refuses
+def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
+                "rng": torch.get_rng_state(), "python_rng": random.getstate(), "scheduler": scheduler}, path)
+
+
+def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
+    state = torch.load(path, map_location=map_location)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    if scheduler:
+        scheduler.load_state_dict(state["scheduler"].state_dict())
+    torch.set_rng_state(state["rng"].cpu())
+    random.setstate(state["python_rng"])
+    return state["epoch"]
+
+# %% wrong id=checkpoint -- fast-forwards a fresh scheduler by stepping it `epoch` times instead of loading its state
+def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
+                "rng": torch.get_rng_state(), "python_rng": random.getstate()}, path)
+
+
+def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
+    state = torch.load(path, map_location=map_location)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    if scheduler:
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "lr_scheduler.step() before optimizer.step()"
+            for _ in range(state["epoch"]):
+                scheduler.step()
+    torch.set_rng_state(state["rng"].cpu())
+    random.setstate(state["python_rng"])
     return state["epoch"]
 
 # %% wrong id=atomic_save -- overwrites the file in place with torch.save
@@ -85,8 +206,13 @@ def atomic_save(obj, path):
 # %% wrong id=atomic_save -- builds the temporary name with + and breaks on a pathlib.Path
 def atomic_save(obj, path):
     tmp = path + ".tmp"
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+    try:
+        torch.save(obj, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
 
 # %% wrong id=atomic_save -- leaves its temporary file behind when the write fails
 def atomic_save(obj, path):
@@ -126,6 +252,33 @@ def atomic_save(obj, path):
         raise
     shutil.copyfile(tmp, path)
 
+# %% wrong id=atomic_save -- pickles into memory first (so a pickling error cannot touch path), then writes path itself
+def atomic_save(obj, path):
+    import io
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    with open(path, "wb") as f:
+        f.write(buffer.getvalue())
+
+# %% wrong id=atomic_save -- pickles into memory first, then writes path with Path.write_bytes
+def atomic_save(obj, path):
+    import io
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    Path(path).write_bytes(buffer.getvalue())
+
+# %% wrong id=atomic_save -- removes its temporary file when torch.save fails, but not when os.replace does
+def atomic_save(obj, path):
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    os.close(fd)
+    try:
+        torch.save(obj, tmp)
+    except BaseException:
+        os.remove(tmp)
+        raise
+    os.replace(tmp, path)
+
 # %% wrong id=load_prefix -- loads the whole state_dict
 def load_prefix(model, state_dict, prefixes):
     model.load_state_dict(state_dict, strict=False)
@@ -157,6 +310,34 @@ def load_prefix(model, state_dict, prefixes):
             loaded.append(key)
     return loaded
 
+# %% wrong id=load_prefix -- passes the list of prefixes straight to str.startswith, which takes a str or a tuple
+def load_prefix(model, state_dict, prefixes):
+    chosen = {k: v for k, v in state_dict.items() if k.startswith(prefixes)}
+    model.load_state_dict(chosen, strict=False)
+    return list(chosen)
+
+# %% wrong id=load_prefix -- picks the right keys and returns them, but never loads them into the model
+def load_prefix(model, state_dict, prefixes):
+    chosen = {k: v for k, v in state_dict.items() if k.startswith(tuple(prefixes))}
+    model.state_dict().update(chosen)
+    return list(chosen)
+
+# %% wrong id=load_prefix -- returns what load_state_dict returns (missing and unexpected keys), not the loaded keys
+def load_prefix(model, state_dict, prefixes):
+    chosen = {k: v for k, v in state_dict.items() if k.startswith(tuple(prefixes))}
+    return model.load_state_dict(chosen, strict=False)
+
+# %% wrong id=load_prefix -- copies parameters only, so buffers such as BatchNorm's running statistics stay behind
+def load_prefix(model, state_dict, prefixes):
+    params = dict(model.named_parameters())
+    loaded = []
+    with torch.no_grad():
+        for key, value in state_dict.items():
+            if key.startswith(tuple(prefixes)) and key in params:
+                params[key].copy_(value)
+                loaded.append(key)
+    return loaded
+
 # %% wrong id=safe_load -- turns weights_only off
 def safe_load(path):
     return torch.load(path, map_location="cpu", weights_only=False)
@@ -173,3 +354,20 @@ def safe_load(path):
     import pickle
     with open(path, "rb") as f:
         return pickle.load(f)
+
+# %% wrong id=safe_load -- keeps weights_only=True but allows every global the file asks for
+def safe_load(path):
+    import importlib
+    wanted = []
+    for name in torch.serialization.get_unsafe_globals_in_checkpoint(path):
+        module, _, attribute = name.rpartition(".")
+        wanted.append(getattr(importlib.import_module(module), attribute))
+    with torch.serialization.safe_globals(wanted):
+        return torch.load(path, map_location="cpu", weights_only=True)
+
+# %% wrong id=safe_load -- swallows the refusal and returns None instead of raising
+def safe_load(path):
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception:
+        return None
