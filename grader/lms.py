@@ -409,7 +409,7 @@ def send(platform: Platform, store: Store, tool: dict, course_id: str, assignmen
             in_lms = platform.results(lineitem)
         except LMSError as error:  # reading is a convenience: the local record still holds
             out(f"note: could not read the LMS's results ({error})")
-    for entry in group:
+    for entry in group:  # first what the LMS already has, so that a stop cannot hide it
         there = store.sent(lineitem, entry.sub) or in_lms.get(entry.sub)
         if not force and there and _same(there, (entry.score, entry.maximum)):
             if store.sent(lineitem, entry.sub) is None:
@@ -417,6 +417,8 @@ def send(platform: Platform, store: Store, tool: dict, course_id: str, assignmen
             entry.outcome = "unchanged"
             out(f"unchanged  {entry.student} (LMS user {entry.sub}): {entry.score:g}/{entry.maximum:g} "
                 "already in the LMS")
+    for entry in group:
+        if entry.outcome:
             continue
         score = {"userId": entry.sub, "scoreGiven": entry.score, "scoreMaximum": entry.maximum,
                  "comment": comment(tool, course_id, assignment, entry), "timestamp": _now(),

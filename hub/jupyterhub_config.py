@@ -17,6 +17,11 @@ creates the accounts and folders named in the class file read here).
   sandboxed engine; as that account is not root, the sandbox is bubblewrap in
   an unprivileged user namespace, still without network, other users' files or
   the grader's environment.
+- LTI 1.3 (when `make hub` got an LTI configuration, docs/lti.md): people sign in
+  from the LMS through jupyterhub-ltiauthenticator (hub/lti.py) instead of PAM.
+  The LMS user id gives the hub user name and its Linux account (made at the first
+  launch); the LMS role gives the group (instructors: Formgrader's, learners: the
+  students'), set at every launch. The hub's own login stays as it was without one.
 - Subdomains: every user's server and the service get their own origin
   (<name>.localhost); the hub is at localhost. Only then may the Formgrader
   service allow framing by its own pages (hub/config/grader), which JupyterLab
@@ -24,6 +29,7 @@ creates the accounts and folders named in the class file read here).
 """
 import json
 import os
+import sys
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 with open(os.environ["HUB_CLASS_FILE"], encoding="utf-8") as file:
@@ -44,8 +50,26 @@ c.JupyterHub.cookie_secret_file = os.path.join(state, "jupyterhub_cookie_secret"
 c.JupyterHub.cleanup_servers = True
 c.JupyterHub.cleanup_proxy = True
 
-c.JupyterHub.authenticator_class = "pam"
-c.Authenticator.allowed_users = set(course["students"] + course["instructors"])
+lti = course.get("lti")
+if lti:
+    sys.path.insert(0, hub)  # hub/lti.py
+    c.JupyterHub.authenticator_class = "lti.CourseLTIAuthenticator"
+    c.LTI13Authenticator.issuer = lti["issuer"]
+    c.LTI13Authenticator.client_id = {lti["client_id"]}
+    c.LTI13Authenticator.authorize_url = lti["login_url"]
+    c.LTI13Authenticator.jwks_endpoint = lti["jwks_url"]
+    c.CourseLTIAuthenticator.deployment_ids = set(lti["deployment_ids"])
+    c.CourseLTIAuthenticator.store_path = lti["store"]
+    c.CourseLTIAuthenticator.key_path = lti["key"]
+    c.CourseLTIAuthenticator.gradebook_url = course["gradebook"]
+    c.CourseLTIAuthenticator.known_names = [course["grader"], *course["students"], *course["instructors"]]
+    c.CourseLTIAuthenticator.groups = {"instructor": f"formgrade-{course_id}", "student": f"nbgrader-{course_id}"}
+    # Who may sign in is the LMS's decision: only its signed launches get here.
+    c.Authenticator.allow_all = True
+    c.Authenticator.manage_groups = True
+else:
+    c.JupyterHub.authenticator_class = "pam"
+    c.Authenticator.allowed_users = set(course["students"] + course["instructors"])
 
 c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.cmd = [os.path.join(venv_bin, "jupyterhub-singleuser")]
@@ -62,10 +86,11 @@ c.Spawner.environment = {
 }
 
 instructors_group = f"formgrade-{course_id}"
-c.JupyterHub.load_groups = {
-    instructors_group: {"users": course["instructors"]},
-    f"nbgrader-{course_id}": {"users": course["students"]},
-}
+if not lti:  # with LTI the authenticator sets each user's group at every launch
+    c.JupyterHub.load_groups = {
+        instructors_group: {"users": course["instructors"]},
+        f"nbgrader-{course_id}": {"users": course["students"]},
+    }
 c.JupyterHub.load_roles = [{
     "name": "course-instructor",
     "description": f"grade {course_id} in its Formgrader service",

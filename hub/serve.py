@@ -1,6 +1,7 @@
 """`make hub`: this course on a real JupyterHub for a class, on this machine.
 
     make hub [HUB_PORT=8000] [HUB_ROSTER=hub/roster.csv] [HUB_STATE=.hub] [HUB_DB_URL=...]
+             [HUB_LTI_CONFIG=lti.json] [HUB_LTI_ISSUER=... HUB_LTI_CLIENT_ID=... ...]
 
 Run as root: it creates a Linux account for everyone in the roster. Then:
 
@@ -17,9 +18,15 @@ Run as root: it creates a Linux account for everyone in the roster. Then:
    shared exchange with its permissions, then `jupyterhub -f
    hub/jupyterhub_config.py` on 127.0.0.1:HUB_PORT.
 
+With an LTI 1.3 configuration (HUB_LTI_* variables or the JSON file HUB_LTI_CONFIG,
+see LTI_SETTINGS below and docs/lti.md) people sign in from the LMS instead
+(hub/lti.py), and each first launch creates that person's account; the roster
+then needs only the grader.
+
 The state lives in HUB_STATE (git-ignored; running `make hub` again keeps it):
 hub/ (root only: JupyterHub's database and secrets, generated passwords in
-passwords.csv), course/ (the grader's only), exchange/.
+passwords.csv; with LTI, lti/: the tool's key, tool.json and the launch store that
+`python -m grader lms push` reads), course/ (the grader's only), exchange/.
 """
 from __future__ import annotations
 
@@ -37,6 +44,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 HUB = Path(__file__).resolve().parent
 ROOT = HUB.parent
@@ -84,6 +92,69 @@ def read_roster(path: Path) -> tuple[list[Member], list[str]]:
     if len(graders) != 1:
         fail(f"{path}: the roster needs exactly one account with role 'grader' (found {len(graders)})")
     return members, problems
+
+
+# The LTI configuration: JSON key -> environment variable (which wins over the file).
+LTI_SETTINGS = {
+    "issuer": "HUB_LTI_ISSUER",             # the platform's issuer (iss), e.g. https://canvas.instructure.com
+    "client_id": "HUB_LTI_CLIENT_ID",       # the tool's client id in the platform
+    "deployment_id": "HUB_LTI_DEPLOYMENT_ID",  # one or more, separated by commas or spaces
+    "login_url": "HUB_LTI_LOGIN_URL",       # the platform's OIDC authorization (authentication request) URL
+    "jwks_url": "HUB_LTI_JWKS_URL",         # the platform's public keyset URL
+    "token_url": "HUB_LTI_TOKEN_URL",       # the platform's OAuth 2 access token URL
+    "tool_url": "HUB_LTI_TOOL_URL",         # optional: this hub as browsers reach it (default http://localhost:PORT)
+}
+LTI_URLS = ("issuer", "login_url", "jwks_url", "token_url", "tool_url")
+
+
+def lti_settings(port: int) -> dict | None:
+    """The LTI configuration from HUB_LTI_CONFIG and the HUB_LTI_* variables; None when there is none."""
+    values: dict = {}
+    if os.environ.get("HUB_LTI_CONFIG"):
+        path = Path(os.environ["HUB_LTI_CONFIG"])
+        try:
+            values = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            fail(f"HUB_LTI_CONFIG: cannot read {path} as JSON: {error}")
+        unknown = sorted(set(values) - set(LTI_SETTINGS))
+        if unknown:
+            fail(f"HUB_LTI_CONFIG: {path} has unknown keys {', '.join(unknown)} (known: {', '.join(LTI_SETTINGS)})")
+    values.update({key: os.environ[var] for key, var in LTI_SETTINGS.items() if os.environ.get(var)})
+    if not values:
+        return None
+    values.setdefault("tool_url", f"http://localhost:{port}")
+    missing = [f"{key} ({LTI_SETTINGS[key]})" for key in LTI_SETTINGS if not values.get(key)]
+    if missing:
+        fail("the LTI configuration lacks " + ", ".join(missing) + "; see docs/lti.md")
+    for key in LTI_URLS:
+        parts = urlsplit(str(values[key]))
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            fail(f"LTI {key} must be an http(s) URL, not {values[key]!r}")
+    ids = values["deployment_id"]
+    ids = [str(i) for i in ids] if isinstance(ids, list) else re.split(r"[\s,]+", str(ids).strip())
+    values["deployment_ids"] = sorted(set(ids) - {""})
+    values["client_id"] = str(values["client_id"])
+    return values
+
+
+def lti_tool(private: Path, lti: dict) -> dict:
+    """The tool's key, tool.json (what `lms push` reads) and the launch store, in private/lti."""
+    sys.path.insert(0, str(ROOT))
+    from grader import lms
+
+    folder = private / "lti"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    tool = {**{k: v for k, v in lti.items() if k != "deployment_id"}, "course_id": COURSE_ID,
+            "key": str(folder / "tool-key.pem"), "store": str(folder / "lti.sqlite")}
+    lms.load_key(tool["key"], create=True)
+    lms.Store(tool["store"])
+    (folder / "tool.json").write_text(json.dumps(tool, indent=1))
+    base = tool["tool_url"].rstrip("/") + "/hub/lti13/"
+    print(f"LTI 1.3 sign-in from {tool['issuer']} (client id {tool['client_id']}); register this tool there with\n"
+          f"  login (OIDC initiation) URL: {base}oauth_login\n  redirect (launch) URL:       {base}oauth_callback\n"
+          f"  public keyset (JWKS) URL:    {base}jwks\n  target link URL:             {tool['tool_url'].rstrip('/')}/hub\n"
+          f"  Canvas JSON configuration:   {base}config", flush=True)
+    return tool
 
 
 def free_port() -> int:
@@ -244,7 +315,7 @@ def course_folder(state: Path, grader: pwd.struct_passwd, db_url: str, exchange_
     return folder
 
 
-def inside(state: Path, port: int, roster: Path, db_url: str, assignments: list[str]) -> None:
+def inside(state: Path, port: int, roster: Path, db_url: str, assignments: list[str], lti: dict | None) -> None:
     run("mount", "-t", "proc", "proc", "/proc")  # this PID namespace's processes, for ps and psutil
     private = state / "hub"  # JupyterHub's database and secrets, generated passwords: root only
     private.mkdir(mode=0o700, exist_ok=True)
@@ -264,6 +335,8 @@ def inside(state: Path, port: int, roster: Path, db_url: str, assignments: list[
         "hub_api_port": free_port(), "proxy_api_port": free_port(), "service_port": free_port(),
         "grader": grader.pw_name, "students": students,
         "instructors": [m.name for m in members if m.role == "instructor"],
+        "gradebook": db_url or f"sqlite:///{course / 'gradebook.db'}",
+        "lti": lti_tool(private, lti) if lti else None,
     }
     (private / "class.json").write_text(json.dumps(settings, indent=1))
     os.chdir(private)
@@ -289,8 +362,9 @@ def main() -> None:
     proxy = HUB / "node_modules" / ".bin" / "configurable-http-proxy"
     if not os.access(proxy, os.X_OK):
         fail(f"JupyterHub's proxy is missing ({proxy}): `make hub` installs it with npm ci in hub/")
+    lti = lti_settings(port)
     if len(sys.argv) > 1 and sys.argv[1] == "--inside":
-        inside(state, port, roster, db_url, assignments)
+        inside(state, port, roster, db_url, assignments, lti)
         return
     state.mkdir(parents=True, exist_ok=True)
     os.chmod(state, 0o755)  # students reach the exchange inside it

@@ -1,0 +1,483 @@
+"""LTI 1.3 without a browser: the real `make hub` with an LTI configuration, signed in to
+from the project's own platform (tests/lti_platform.py, a separate process on 127.0.0.1
+with its own key), every step of the launch driven over HTTP.
+
+- a good launch signs a student in under a stable name (`lti-<sub>`), with a Linux account
+  and the students' group; an instructor (and a teaching assistant) gets the Formgrader
+  group, and the hub's OAuth lets instructors, not students, into the Formgrader service;
+  the launch's AGS endpoint claim is kept where `lms push` reads it;
+- bad launches (wrong signature, expired token, replayed nonce, unknown issuer or
+  deployment, missing or unknown roles) get the hub's error page with the reason, and
+  never a session, an account or a hub user;
+- `python -m grader lms push` sends each graded total from the gradebook to the
+  platform's line item (created on the first run), once: re-runs send nothing new,
+  --force sends again, a lost local record is made good from the platform's results,
+  LMS errors are retried, and a run that cannot finish lists who was and was not sent.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pwd
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+import requests
+
+from conftest import ROOT
+from labserver import free_port
+from test_hub import alive, started_by
+
+A = "01_blocks"
+COURSE = "pytorch-building-blocks"
+PY = sys.executable
+CLIENT_ID, DEPLOYMENT = "hub-tool-7", "deployment-42"
+LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
+INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
+TEACHING_ASSISTANT = "http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#TeachingAssistant"
+START_TIMEOUT = 180
+
+if os.geteuid() != 0:
+    pytest.fail("the LTI tests start `make hub`, which creates Linux accounts: run them as root (CI does)",
+                pytrace=False)
+
+
+def person(sub: str, name: str, roles: list[str]) -> dict:
+    first, last = name.split()
+    return {"sub": sub, "name": name, "given_name": first, "family_name": last,
+            "email": f"{first.lower()}@example.org", "roles": roles}
+
+
+def expected_name(sub: str) -> str:
+    """The documented mapping (docs/lti.md): lti-<sub> for a numeric id, else lti-x + 16 hex of its SHA-256."""
+    return f"lti-{sub}" if sub.isdigit() else "lti-x" + hashlib.sha256(sub.encode()).hexdigest()[:16]
+
+
+# -- a class on an LTI hub (also used by test_lti_browser.py) ----------------------------------
+
+def remove_accounts(names) -> None:
+    for name in names:
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            continue
+        subprocess.run(["userdel", "--remove", name], capture_output=True)
+
+
+def lti_class(folder: Path, users: list[dict], grader: str, assignments: str = A):
+    """The platform and `make hub` with its LTI configuration; yields their addresses. A generator
+    for a fixture: everything it started is stopped and every account it made removed afterwards."""
+    names = [grader] + [expected_name(u["sub"]) for u in users]
+    remove_accounts(names)
+    hub_port = free_port()
+    tool = f"http://localhost:{hub_port}/hub"
+    config = {"client_id": CLIENT_ID, "deployment_id": DEPLOYMENT,
+              "tool": {"login_url": f"{tool}/lti13/oauth_login", "redirect_uris": [f"{tool}/lti13/oauth_callback"],
+                       "jwks_url": f"{tool}/lti13/jwks", "target_link_uri": tool},
+              "context": {"id": "course-101", "label": "PTB", "title": "PyTorch building blocks"}, "users": users}
+    (folder / "platform.json").write_text(json.dumps(config))
+    platform_log = open(folder / "platform.log", "w+")
+    platform = subprocess.Popen([PY, str(ROOT / "tests" / "lti_platform.py"), str(folder / "platform.json")],
+                                stdout=subprocess.PIPE, stderr=platform_log, text=True)
+    lms = json.loads(platform.stdout.readline() or "{}")
+    assert lms, "the LTI platform did not start: " + (folder / "platform.log").read_text()
+    roster = folder / "roster.csv"
+    roster.write_text(f"username,role,password\n{grader},grader,\n")
+    state = Path("/tmp") / f"lti-hub-{os.getpid()}-{hub_port}"  # students reach its exchange
+    env = dict(os.environ, HUB_ROSTER=str(roster), HUB_STATE=str(state), HUB_ASSIGNMENTS=assignments,
+               HUB_LTI_ISSUER=lms["issuer"], HUB_LTI_CLIENT_ID=CLIENT_ID, HUB_LTI_DEPLOYMENT_ID=DEPLOYMENT,
+               HUB_LTI_LOGIN_URL=lms["login_url"], HUB_LTI_JWKS_URL=lms["jwks_url"],
+               HUB_LTI_TOKEN_URL=lms["token_url"])
+    log = open(folder / "hub.log", "w+")
+    server = subprocess.Popen(["make", "--no-print-directory", "hub", f"HUB_PORT={hub_port}"], cwd=ROOT, env=env,
+                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    processes = []
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            try:
+                if requests.get(f"http://127.0.0.1:{hub_port}/hub/api/", timeout=5).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                log.seek(0)
+                pytest.fail(f"make hub did not start:\n{log.read()[-5000:]}")
+            time.sleep(0.5)
+        yield {"hub": f"http://localhost:{hub_port}", "port": hub_port, "lms": lms, "state": state, "log": log,
+               "users": {u["sub"]: u for u in users}, "platform_url": lms["url"]}
+    finally:
+        processes += started_by(server)
+        os.killpg(server.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 60
+        while alive(processes) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        left = alive(processes)
+        for process in processes:
+            try:
+                process.kill()
+            except Exception:
+                pass
+        server.wait(timeout=30)
+        platform.terminate()
+        platform.wait(timeout=10)
+        remove_accounts(names)
+        subprocess.run(["rm", "-rf", str(state)])
+        assert not left, "processes the hub started outlived it:\n" + "\n".join(left)
+
+
+# -- the launch over HTTP ----------------------------------------------------------------------
+
+class _Form(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.action, self.fields = "", {}
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "form":
+            self.action = attrs["action"]
+        elif tag == "input":
+            self.fields[attrs["name"]] = attrs.get("value", "")
+
+
+def form_of(page: str) -> tuple[str, dict]:
+    parser = _Form()
+    parser.feed(page)
+    assert parser.action, page[:2000]
+    return parser.action, parser.fields
+
+
+class Launch:
+    """One launch as a browser makes it: the platform's launch page, the tool's login initiation,
+    the platform's authorization endpoint, the form post of the id_token to the tool."""
+
+    def __init__(self, cls: dict, sub: str, tamper: str = "", session: requests.Session | None = None):
+        self.session = session or requests.Session()
+        page = self.session.get(f"{cls['platform_url']}/launch", params={"user": sub, "tamper": tamper}, timeout=30)
+        action, fields = form_of(page.text)
+        self.response = self.session.post(action, data=fields, allow_redirects=False, timeout=30)
+        self.callback = None
+        if self.response.status_code != 302:  # refused at the login initiation
+            return
+        auth = self.session.get(self.response.headers["Location"], allow_redirects=False, timeout=30)
+        assert auth.status_code == 200, auth.text
+        self.callback = form_of(auth.text)
+        self.cookies_before = self.session.cookies.copy()  # what a replay would carry
+        self.response = self.session.post(self.callback[0], data=self.callback[1], allow_redirects=False, timeout=30)
+
+    @property
+    def signed_in(self) -> bool:
+        return "jupyterhub-hub-login" in self.session.cookies.keys()
+
+    def page_text(self) -> str:
+        match = re.search(r"<h1>(.*?)</h1>\s*(?:<p>(.*?)</p>)?", self.response.text, re.S)
+        return " ".join(part for part in match.groups() if part).replace("&#39;", "'") if match else ""
+
+
+def hub_db(cls: dict, query: str, *args):
+    with sqlite3.connect(cls["state"] / "hub" / "jupyterhub.sqlite") as db:
+        return db.execute(query, args).fetchall()
+
+
+def groups_of(cls: dict, name: str) -> set[str]:
+    return {g for (g,) in hub_db(cls, "select g.name from users u join user_group_map m on m.user_id = u.id "
+                                      "join groups g on g.id = m.group_id where u.name = ?", name)}
+
+
+def may_open_formgrader(cls: dict, launch: Launch) -> bool:
+    """The hub's OAuth step for the Formgrader service, with this person's hub session."""
+    (redirect,) = hub_db(cls, "select redirect_uri from oauth_clients where identifier = ?", f"service-{COURSE}")[0]
+    answer = launch.session.get(f"{cls['hub']}/hub/api/oauth2/authorize", allow_redirects=False, timeout=30,
+                                params={"client_id": f"service-{COURSE}", "response_type": "code",
+                                        "redirect_uri": redirect, "state": "x"})
+    assert answer.status_code in (302, 403), (answer.status_code, answer.text[:1000])
+    return answer.status_code == 302 and answer.headers["Location"].startswith(redirect)
+
+
+# -- the class of this module ------------------------------------------------------------------
+
+ANA, BEN, CLEO, DAN, EVA = "1001", "b6f3a2c4-5d1e-4f7a-9b8c-0d2e4f6a8b1c", "1003", "1004", "1005"
+INES, TARA, MIA = "a1f0c9e8-instructor", "1007", "1008"
+USERS = [person(ANA, "Ana Lima", [LEARNER]), person(BEN, "Ben Costa", [LEARNER]),
+         person(CLEO, "Cleo Diaz", [LEARNER]), person(DAN, "Dan Evans", [LEARNER]),
+         person(EVA, "Eva Fox", [LEARNER]), person(INES, "Ines Prof", [INSTRUCTOR]),
+         person(TARA, "Tara Assistant", [TEACHING_ASSISTANT]), person(MIA, "Mia Never", [LEARNER])]
+
+
+@pytest.fixture(scope="module")
+def cls(tmp_path_factory):
+    yield from lti_class(tmp_path_factory.mktemp("lti"), USERS, grader="ltit-grader")
+
+
+def test_a_student_launch_signs_in_under_a_stable_name(cls):
+    first = Launch(cls, ANA)
+    assert first.response.status_code == 302 and first.signed_in, first.page_text()
+    home = first.session.get(f"{cls['hub']}/hub/home", allow_redirects=False, timeout=30)
+    assert home.status_code == 200 and "lti-1001" in home.text
+    again = Launch(cls, ANA)  # a second launch (another browser) is the same person
+    assert again.signed_in
+    assert hub_db(cls, "select name from users where name like 'lti-%'") == [("lti-1001",)]
+    account = pwd.getpwnam("lti-1001")
+    assert os.stat(account.pw_dir).st_mode & 0o777 == 0o700
+    assert groups_of(cls, "lti-1001") == {f"nbgrader-{COURSE}"}
+    # A non-numeric LMS id (Canvas gives UUIDs) gets a hashed, still stable name.
+    ben = Launch(cls, BEN)
+    assert ben.signed_in and expected_name(BEN) in ben.session.get(f"{cls['hub']}/hub/home", timeout=30).text
+    # The launch's AGS endpoint claim is kept where `lms push` reads it.
+    with sqlite3.connect(cls["state"] / "hub" / "lti" / "lti.sqlite") as db:
+        sub, role, claims = db.execute("select sub, role, claims from launches where name = 'lti-1001'").fetchone()
+    assert (sub, role) == (ANA, "student")
+    assert json.loads(claims)["ags"]["lineitems"] == cls["lms"]["lineitems"]
+
+
+def test_instructors_get_formgrader_and_students_do_not(cls):
+    teacher, assistant, student = Launch(cls, INES), Launch(cls, TARA), Launch(cls, ANA)
+    assert teacher.signed_in and assistant.signed_in and student.signed_in
+    assert groups_of(cls, expected_name(INES)) == {f"formgrade-{COURSE}"}
+    assert groups_of(cls, expected_name(TARA)) == {f"formgrade-{COURSE}"}
+    assert may_open_formgrader(cls, teacher) and may_open_formgrader(cls, assistant)
+    assert not may_open_formgrader(cls, student)
+
+
+BAD = {  # tamper mode of the platform -> (status, what the page must say)
+    "wrong_key": (401, "signature does not match the platform's public keys"),
+    "expired": (400, "The launch has expired"),
+    "issuer": (400, "unknown platform (issuer 'https://elsewhere.example.org')"),
+    "login_issuer": (400, "unknown platform (issuer 'https://elsewhere.example.org')"),
+    "deployment": (400, "unknown deployment ('elsewhere-9')"),
+    "login_deployment": (400, "unknown deployment ('elsewhere-9')"),
+    "no_roles": (400, "no roles claim"),
+    "unknown_roles": (403, "no course role this hub knows"),
+}
+
+
+@pytest.mark.parametrize("tamper", sorted(BAD))
+def test_a_bad_launch_gets_a_clear_page_and_no_session(cls, tamper):
+    status, says = BAD[tamper]
+    launch = Launch(cls, MIA, tamper)
+    assert launch.response.status_code == status, launch.response.text[:2000]
+    assert "LTI launch refused" in launch.page_text() and says in launch.page_text(), launch.page_text()
+    assert not launch.signed_in
+    assert launch.session.get(f"{cls['hub']}/hub/home", allow_redirects=False, timeout=30).status_code == 302
+    assert not hub_db(cls, "select name from users where name = ?", expected_name(MIA))
+    with pytest.raises(KeyError):
+        pwd.getpwnam(expected_name(MIA))
+
+
+def test_a_replayed_launch_is_refused_even_with_the_browsers_cookies(cls):
+    first = Launch(cls, DAN)
+    assert first.signed_in
+    replay = requests.Session()
+    replay.cookies.update(first.cookies_before)  # the state and nonce cookies the first post carried
+    answer = replay.post(first.callback[0], data=first.callback[1], allow_redirects=False, timeout=30)
+    assert answer.status_code == 400 and "already used once" in answer.text, answer.text[:2000]
+    assert "jupyterhub-hub-login" not in replay.cookies.keys()
+
+
+def test_the_token_endpoint_checks_the_client_assertion(cls):
+    """The platform really verifies what the tool signs: a JWT signed by another key is refused."""
+    import jwt
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwks = requests.get(f"{cls['hub']}/hub/lti13/jwks", timeout=30).json()
+    (key,) = jwks["keys"]
+    assert key["kty"] == "RSA" and key["alg"] == "RS256" and key["use"] == "sig" and "d" not in key
+    now = int(time.time())
+    claims = {"iss": CLIENT_ID, "sub": CLIENT_ID, "aud": cls["lms"]["token_url"], "iat": now, "exp": now + 60,
+              "jti": "forged"}
+    forged = jwt.encode(claims, other, algorithm="RS256", headers={"kid": key["kid"]})
+    answer = requests.post(cls["lms"]["token_url"], timeout=30, data={
+        "grant_type": "client_credentials", "scope": "https://purl.imsglobal.org/spec/lti-ags/scope/score",
+        "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer", "client_assertion": forged})
+    assert answer.status_code == 401 and answer.json()["error"] == "invalid_client"
+
+
+# -- grades back -------------------------------------------------------------------------------
+
+def push(cls, *flags: str) -> tuple[int, str]:
+    done = subprocess.run([PY, "-m", "grader", "lms", "push", A, "--root", str(cls["state"] / "course"), *flags],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, GRADER_LMS_BACKOFF="0.02"))
+    return done.returncode, done.stdout + done.stderr
+
+
+def platform_state(cls) -> dict:
+    return requests.get(f"{cls['platform_url']}/test/state", timeout=30).json()
+
+
+def fail_next(cls, match: str = "", status: int = 503, count: int = 0) -> None:
+    requests.post(f"{cls['platform_url']}/test/fail", timeout=30,
+                  data=json.dumps({"match": match, "status": status, "count": count}) if count else b"")
+
+
+def grade(cls, student: str, code_fraction: float, written: float | None, invalid: str = "") -> None:
+    """Put a graded submission into the hub's gradebook, as nbgrader's autograde and Formgrader would."""
+    import nbformat
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{cls['state'] / 'course' / 'gradebook.db'}") as gradebook:
+        gradebook.update_or_create_student(student)
+        try:
+            submission = gradebook.find_submission(A, student)
+        except Exception:
+            submission = gradebook.add_submission(A, student)
+        for notebook in submission.notebooks:
+            for cell in notebook.grades:
+                if cell.cell.cell_type == "code":
+                    cell.auto_score, cell.needs_manual_grade = cell.max_score * code_fraction, False
+                else:
+                    cell.auto_score, cell.manual_score, cell.needs_manual_grade = None, written, written is None
+        gradebook.db.commit()
+    folder = cls["state"] / "course" / "autograded" / student / A
+    folder.mkdir(parents=True, exist_ok=True)
+    notebook = nbformat.v4.new_notebook(metadata={"grader": {"invalid": invalid or None, "flags": []}})
+    nbformat.write(notebook, folder / f"{A}.ipynb")
+
+
+def totals(cls) -> dict[str, float]:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{cls['state'] / 'course' / 'gradebook.db'}") as gradebook:
+        return {s.student.id: (s.score, s.max_score) for s in gradebook.assignment_submissions(A)}
+
+
+def log_of(cls, sub: str) -> list[dict]:
+    return [s for s in platform_state(cls)["score_log"] if s["userId"] == sub]
+
+
+def test_lms_push_sends_each_graded_total_once(cls):
+    for sub in (ANA, BEN, CLEO, DAN, EVA):
+        assert Launch(cls, sub).signed_in
+    ana, ben, cleo, eva = (expected_name(s) for s in (ANA, BEN, CLEO, EVA))
+    grade(cls, ana, 1.0, 2.0)
+    grade(cls, ben, 0.5, 1.0)
+    grade(cls, cleo, 1.0, None)                    # a written answer still to grade
+    grade(cls, eva, 0.0, 0.0, invalid="the file is not a notebook")
+    grade(cls, "ltit-rosa", 1.0, 2.0)              # in the gradebook, never launched from the LMS
+    total = totals(cls)
+
+    rc, out = push(cls, "--dry-run")
+    assert rc == 0, out
+    assert re.search(rf"would send +{ana} \(LMS user {ANA}\): {total[ana][0]:g}/{total[ana][1]:g}", out), out
+    assert platform_state(cls)["lineitems"] == [] and platform_state(cls)["score_log"] == []
+
+    rc, out = push(cls)
+    assert rc == 0, out
+    assert re.search(rf"sent +{ana} \(LMS user {ANA}\)", out) and re.search(rf"sent +{expected_name(BEN)}", out), out
+    assert re.search(rf"skipped +{cleo}: written answers not graded yet", out), out
+    assert re.search(rf"skipped +{expected_name(DAN)}: no submission in the gradebook", out), out
+    assert re.search(rf"skipped +{eva}: not graded: the submission is invalid", out), out
+    assert re.search(r"skipped +ltit-rosa: no LMS launch recorded", out), out
+    state = platform_state(cls)
+    (item,) = state["lineitems"]
+    assert (item["resourceId"], item["label"], item["scoreMaximum"]) == (A, A, total[ana][1])
+    assert item["id"].endswith("/lineitem?type_id=1")  # the platform's URL carries a query string
+    sent = {s["userId"]: s for s in state["score_log"]}
+    assert set(sent) == {ANA, BEN}
+    assert (sent[BEN]["scoreGiven"], sent[BEN]["scoreMaximum"]) == total[expected_name(BEN)]
+    assert sent[ANA]["gradingProgress"] == "FullyGraded" and sent[ANA]["activityProgress"] == "Completed"
+    assert f"{cls['hub']}/hub/user-redirect/lab/tree/{COURSE}/{A}/feedback" in sent[ANA]["comment"]
+
+    rc, out = push(cls)  # nothing new: nothing sent
+    assert rc == 0 and "0 sent, 2 already in the LMS" in out, out
+    assert len(platform_state(cls)["score_log"]) == 2
+
+    grade(cls, cleo, 1.0, 1.0)  # the written answer is graded now: only Cleo goes
+    rc, out = push(cls)
+    assert rc == 0 and "1 sent, 2 already in the LMS" in out and re.search(rf"sent +{cleo}", out), out
+    assert len(platform_state(cls)["score_log"]) == 3
+
+    rc, out = push(cls, "--force")
+    assert rc == 0 and "3 sent" in out, out
+    assert len(platform_state(cls)["score_log"]) == 6
+
+    # The local record lost: the platform's results say what it has, so nothing is sent again.
+    with sqlite3.connect(cls["state"] / "hub" / "lti" / "lti.sqlite") as db:
+        db.execute("delete from sent")
+    rc, out = push(cls)
+    assert rc == 0 and "0 sent, 3 already in the LMS" in out, out
+    assert len(platform_state(cls)["score_log"]) == 6
+
+
+def test_lms_push_retries_and_stops_with_who_was_and_was_not_sent(cls):
+    ana, ben, cleo = (expected_name(s) for s in (ANA, BEN, CLEO))
+    for sub in (ANA, BEN, CLEO):
+        assert Launch(cls, sub).signed_in
+    grade(cls, ana, 1.0, 2.0)
+    grade(cls, ben, 1.0, 2.0)
+    grade(cls, cleo, 1.0, 2.0)
+    assert push(cls)[0] == 0
+    before = {sub: len(log_of(cls, sub)) for sub in (ANA, BEN, CLEO)}
+
+    grade(cls, ben, 0.25, 0.0)  # a regrade; the LMS fails twice, then takes it
+    fail_next(cls, "/scores", 503, 2)
+    rc, out = push(cls)
+    assert rc == 0 and re.search(rf"sent +{ben}", out), out
+    assert len(log_of(cls, BEN)) == before[BEN] + 1
+
+    grade(cls, ana, 0.5, 1.0)  # two regrades; the LMS is down
+    grade(cls, cleo, 0.5, 1.0)
+    fail_next(cls, "/scores", 503, 1000)
+    rc, out = push(cls)
+    assert rc == 1, out
+    assert "Stopped: the LMS kept failing" in out and "503" in out, out
+    assert re.search(rf"In the LMS: .*{ben}", out) and re.search(rf"Not sent: +{ana} .*{cleo}", out), out
+    fail_next(cls)  # back up: the rest goes, once each
+    rc, out = push(cls)
+    assert rc == 0 and "2 sent, 1 already in the LMS" in out, out
+    total = totals(cls)
+    for sub, name in ((ANA, ana), (CLEO, cleo)):
+        new = [s for s in log_of(cls, sub) if (s["scoreGiven"], s["scoreMaximum"]) == total[name]]
+        assert len(new) == 1, log_of(cls, sub)
+
+
+def test_lms_push_reports_a_refused_token_clearly(cls, tmp_path):
+    """A tool key the platform does not know: the token is refused, nobody is sent, the run says why."""
+    folder = tmp_path / "lti"
+    folder.mkdir()
+    real = cls["state"] / "hub" / "lti"
+    tool = json.loads((real / "tool.json").read_text())
+    tool["key"] = str(folder / "other-key.pem")
+    (folder / "tool.json").write_text(json.dumps(tool))
+    subprocess.run(["cp", str(real / "lti.sqlite"), str(folder / "lti.sqlite")], check=True)
+    subprocess.run([PY, "-c", "import sys; from grader import lms; lms.load_key(sys.argv[1], create=True)",
+                    tool["key"]], check=True, cwd=ROOT)
+    grade(cls, expected_name(ANA), 0.75, 2.0)
+    rc, out = push(cls, "--lti", str(folder))
+    assert rc == 1 and "the LMS refused an access token (401)" in out and "Not sent:" in out, out
+
+
+def test_lms_urls_keep_their_query_strings():
+    from grader.lms import with_path
+
+    assert with_path("https://lms.example.org/api/lti/courses/3/line_items/7", "scores") == \
+        "https://lms.example.org/api/lti/courses/3/line_items/7/scores"
+    assert with_path("https://m.example.org/mod/lti/services.php/2/lineitems/5/lineitem?type_id=1", "scores") == \
+        "https://m.example.org/mod/lti/services.php/2/lineitems/5/lineitem/scores?type_id=1"
+    assert with_path("https://m.example.org/x/lineitems?type_id=1", "", resource_id="01_blocks") == \
+        "https://m.example.org/x/lineitems?type_id=1&resource_id=01_blocks"
+
+
+def test_without_an_lti_configuration_the_hub_keeps_its_own_login(monkeypatch):
+    sys.path.insert(0, str(ROOT / "hub"))
+    import serve
+
+    for var in serve.LTI_SETTINGS.values():
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.delenv("HUB_LTI_CONFIG", raising=False)
+    assert serve.lti_settings(8000) is None
+    monkeypatch.setenv("HUB_LTI_ISSUER", "https://canvas.instructure.com")
+    with pytest.raises(SystemExit):
+        serve.lti_settings(8000)
+    config = (ROOT / "hub" / "jupyterhub_config.py").read_text()
+    assert 'c.JupyterHub.authenticator_class = "pam"' in config
