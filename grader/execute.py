@@ -178,19 +178,15 @@ class GuardedExecute(Execute):
     # nbclient binds its sync names to its own coroutines: bind them to these.
     start_new_kernel_client = run_sync(async_start_new_kernel_client)
 
-    def _kernel_gone(self) -> str | None:
-        """Why the kernel is gone, or None while it runs. The channel closes a moment before the
-        process's exit can be read: wait for it briefly, to name the cause."""
-        deadline = time.monotonic() + 2
+    def _kernel_gone(self, closed: bool = False) -> str | None:
+        """Why the kernel is gone, or None while it runs. When the channel closed, the
+        process's exit is read a moment later: wait for it (3 s at most), to name the cause."""
+        deadline = time.monotonic() + (3 if closed else 0)
         reason = self._exit_reason()
-        while reason is None and time.monotonic() < deadline and not self._kernel_alive():
+        while reason is None and time.monotonic() < deadline:
             time.sleep(0.02)
             reason = self._exit_reason()
         return reason
-
-    def _kernel_alive(self) -> bool:
-        process = getattr(getattr(self.km, "provisioner", None), "process", None)
-        return process is not None and process.poll() is None
 
     def _flag(self, index, flags) -> None:
         for flag in flags:
@@ -291,7 +287,7 @@ class GuardedExecute(Execute):
             self.log.warning("STUDENT CODE RUNS UNSANDBOXED: bubblewrap is missing and the course config "
                              "says student code is trusted (GuardedExecute.trusted_student_code).")
             return False
-        raise RuntimeError("refusing to run student code without a sandbox: " + sandbox_tool.TRUSTED_HINT)
+        raise GraderFailure("refusing to run student code without a sandbox: " + sandbox_tool.TRUSTED_HINT)
 
     def preprocess(self, nb, resources=None, km=None):
         self._problems, self._flags = [], []

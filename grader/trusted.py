@@ -81,25 +81,25 @@ class RunnerChannel:
     def close(self) -> None:
         self.sock.close()
 
-    def _read(self, size: int, deadline: float, dead: Callable[[], str | None]) -> bytes:
+    def _read(self, size: int, deadline: float, dead: Callable[[bool], str | None]) -> bytes:
         while len(self.buffer) < size:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError
             ready, _, _ = select.select([self.sock], [], [], min(left, 0.1))
             if not ready:
-                reason = dead()
+                reason = dead(False)
                 if reason:
                     raise EOFError(reason)
                 continue
             chunk = self.sock.recv(1 << 16)
             if not chunk:
-                raise EOFError(dead() or "the kernel closed the grader's channel")
+                raise EOFError(dead(True) or "the kernel closed the grader's channel")
             self.buffer += chunk
         data, self.buffer = self.buffer[:size], self.buffer[size:]
         return data
 
-    def request(self, message: dict, timeout: float, dead: Callable[[], str | None]) -> dict:
+    def request(self, message: dict, timeout: float, dead: Callable[[bool], str | None]) -> dict:
         """Send one request and return the runner's signed reply to it.
 
         Raises TimeoutError, EOFError (the kernel died: its reason), ChannelBroken."""
@@ -110,7 +110,7 @@ class RunnerChannel:
         try:
             self.sock.sendall(len(payload).to_bytes(4, "big") + payload)
         except OSError as exc:
-            raise EOFError(dead() or f"the grader's channel closed ({exc.strerror})") from None
+            raise EOFError(dead(True) or f"the grader's channel closed ({exc.strerror})") from None
         deadline = time.monotonic() + timeout
         size = int.from_bytes(self._read(4, deadline, dead), "big")
         if size > 50_000_000:

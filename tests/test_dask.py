@@ -15,6 +15,7 @@ import nbformat
 import psutil
 import pytest
 
+import cheats
 import grader_cases
 import submissions
 from grader import grade, sandbox
@@ -91,6 +92,9 @@ def _class(folder: Path) -> None:
     dies.cells.insert(3, nbformat.v4.new_code_cell("import os\nos._exit(3)"))
     nbformat.write(dies, folder / "dies.ipynb")
     (folder / "empty.ipynb").write_text("")
+    # A forger from the cheat corpus: the same score and flag on the cluster.
+    forger = next(c for c in cheats.CHEATS if c.name == "input_transformers_cleanup")
+    nbformat.write(cheats.notebook(forger), folder / "forger.ipynb")
 
 
 def test_rows_on_the_cluster_equal_a_single_job_run(cluster, tmp_path):
@@ -98,10 +102,13 @@ def test_rows_on_the_cluster_equal_a_single_job_run(cluster, tmp_path):
     _class(folder)
     on_cluster = _grade(tmp_path / "dask", folder, scheduler=cluster["address"], jobs=2)
     single = _grade(tmp_path / "single", folder, jobs=1)
-    assert set(on_cluster) == set(single) == {"correct", "blank", "one_wrong", "dies", "empty"}
+    assert set(on_cluster) == set(single) == {"correct", "blank", "one_wrong", "dies", "empty", "forger"}
     for student, row in single.items():
         other = on_cluster[student]
-        assert (other.score, other.status, other.detail, other.items) == (row.score, row.status, row.detail, row.items)
+        assert (other.score, other.status, other.detail, other.items, other.flags) == \
+            (row.score, row.status, row.detail, row.items, row.flags)
+    assert (single["forger"].score, single["forger"].status) == (0, "flagged")
+    assert "input transformers" in single["forger"].flags
     for submission in submissions.standard(A):
         assert single[submission.student].score == submission.score
     assert single["empty"].status == "invalid"

@@ -1,0 +1,163 @@
+"""A failure of the grader is never a student's zero.
+
+Three outcomes, never confused: *graded* (the cells ran), *flagged* (graded, and
+the instructor should look), *not graded* (the grader could not run it: no
+score anywhere, the cause in one line, no feedback, a non-zero exit). A kernel
+the student's own code kills is the student's: graded, with the cell and the
+cause in the feedback.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+import grader_cases
+from grader import export, feedback, grade
+from submissions import answered, points
+from tools import course
+
+pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
+
+A = grader_cases.A
+FULL = grader_cases.FULL
+
+
+def broken_kernel_spec(tmp_path):
+    """A Jupyter data folder whose python3 kernel runs an interpreter behind a broken symlink
+    (a course copy whose .venv points nowhere)."""
+    data = tmp_path / "jupyter-data"
+    spec = data / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    (tmp_path / "venv").symlink_to(tmp_path / "gone")
+    interpreter = tmp_path / "venv" / "bin" / "python"
+    spec.joinpath("kernel.json").write_text(json.dumps({
+        "argv": [str(interpreter), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3", "language": "python"}))
+    return data, interpreter
+
+
+def write_class(folder, names):
+    folder.mkdir()
+    for name in names:
+        nbformat.write(answered(A), folder / f"{name}.ipynb")
+
+
+def grade_cli(root, folder, env, *extra):
+    return subprocess.run([sys.executable, "-m", "grader", "grade", A, "--submissions", str(folder),
+                           "--root", str(root), "--jobs", "2", "--timeout", "20", *extra],
+                          capture_output=True, text=True, env=env, cwd=root)
+
+
+def test_a_missing_interpreter_is_not_graded_loudly_and_stops_early(tmp_path):
+    root = tmp_path / "course"
+    course.temporary_course(root, [A])
+    folder = tmp_path / "class"
+    write_class(folder, [f"student{i}" for i in range(6)])
+    data, interpreter = broken_kernel_spec(tmp_path)
+    env = grader_cases.cli_env(JUPYTER_PATH=str(data))
+    done = grade_cli(root, folder, env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    cause = f"kernel did not start (interpreter {interpreter} is missing)"
+    assert f"6 of 6 not graded: {cause}" in done.stderr
+    rows = export.read_csv(root / "grades" / f"{A}.csv")
+    assert {r["status"] for r in rows} == {"not graded"} and {r["score"] for r in rows} == {""}
+    assert all(r["detail"].startswith(cause) for r in rows)
+    assert sum("not tried: the first 3 failed the same way" in r["detail"] for r in rows) == 6 - grade.STOP_AFTER
+    # No score in the gradebook, and nothing for a student to read.
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(course.load_config(root).CourseDirectory.db_url) as gradebook:
+        for row in rows:
+            try:
+                submission = gradebook.find_submission(A, row["grader_id"])
+            except MissingEntry:
+                continue
+            assert not any(g.auto_score for g in submission.grades), row
+    assert not list((root / "autograded").glob(f"*/{A}/{A}.ipynb"))
+
+
+def test_a_sandbox_that_cannot_start_is_not_graded(tmp_path):
+    """A memory limit no interpreter can start under: the kernel dies before any student code."""
+    root = tmp_path / "course"
+    course.temporary_course(root, [A])
+    folder = tmp_path / "class"
+    write_class(folder, ["ana", "ben"])
+    rows = grade.run(grade.Options(A, folder, jobs=1, root=root, cell_timeout=20, memory_mb=8))
+    assert [(r.status, r.score) for r in rows] == [("not graded", None)] * 2
+    assert all(r.detail.startswith("kernel did not start") for r in rows), [r.detail for r in rows]
+    assert grade.not_graded_summary(rows).startswith("2 of 2 not graded: kernel did not start")
+
+
+def test_a_kernel_start_that_fails_once_is_retried(tmp_path, monkeypatch):
+    from nbgrader.preprocessors import Execute
+
+    real = Execute.preprocess
+    calls = []
+
+    def flaky(self, nb, resources=None, km=None):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("Kernel died before replying to kernel_info")
+        return real(self, nb, resources, km)
+
+    monkeypatch.setattr(Execute, "preprocess", flaky)
+    root = tmp_path / "course"
+    course.temporary_course(root, [A])
+    folder = tmp_path / "class"
+    write_class(folder, ["ana"])
+    rows = grade.run(grade.Options(A, folder, jobs=1, root=root, cell_timeout=20))
+    assert (rows[0].status, rows[0].score, len(calls)) == ("graded", FULL, 2)
+
+
+def crash(code):
+    nb = answered(A)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "make_stack":
+            cell.source = cell.source.replace("def make_stack(factory, n):\n",
+                                              "def make_stack(factory, n):\n" + code, 1)
+    return nb
+
+
+def test_the_students_own_crash_is_graded_with_the_cell_and_the_cause(tmp_path):
+    root = tmp_path / "course"
+    course.temporary_course(root, [A])
+    folder = tmp_path / "class"
+    folder.mkdir()
+    crashes = {"exits": "    import os\n    os._exit(1)\n",
+               "hogs_memory": "    blocks = []\n    while True:\n        blocks.append(bytearray(1 << 26))\n",
+               "loops": "    while True:\n        pass\n"}
+    for name, code in crashes.items():
+        nbformat.write(crash(code), folder / f"{name}.ipynb")
+    rows = {r.student_id: r for r in grade.run(grade.Options(A, folder, jobs=2, root=root, cell_timeout=5,
+                                                                 interrupt_grace=3))}
+    lost = points(A)["test_make_stack"]
+    assert (rows["exits"].status, rows["exits"].score) == ("graded", grader_cases.before("test_make_stack"))
+    assert "test_make_stack: the kernel exited with status 1" in rows["exits"].detail
+    assert (rows["hogs_memory"].status, rows["hogs_memory"].score) == ("graded", FULL - lost)
+    assert (rows["loops"].status, rows["loops"].score) == ("graded", FULL - lost)
+    assert "test_make_stack: timed out after 5 s" in rows["loops"].detail
+    pages = {p.parent.parent.name: p.read_text() for p in feedback.generate(A, root=root)}
+    assert "test_make_stack: the kernel exited with status 1" in pages["exits"]
+    assert "test_make_stack: timed out after 5 s" in pages["loops"]
+
+
+def test_a_symlinked_environment_grades(tmp_path):
+    """The course's .venv reached through a symlink: its kernels start in the sandbox."""
+    root = tmp_path / "course"
+    course.temporary_course(root, [A])
+    folder = tmp_path / "class"
+    write_class(folder, ["ana"])
+    link = tmp_path / "venv-link"
+    link.symlink_to(sys.prefix)
+    env = grader_cases.cli_env()
+    env["PATH"] = f"{link / 'bin'}{os.pathsep}{env['PATH']}"
+    done = subprocess.run([str(link / "bin" / "python"), "-m", "grader", "grade", A, "--submissions", str(folder),
+                           "--root", str(root), "--jobs", "1"], capture_output=True, text=True, env=env, cwd=root)
+    assert done.returncode == 0, done.stdout + done.stderr
+    row = export.read_csv(root / "grades" / f"{A}.csv")[0]
+    assert (row["status"], row["score"]) == ("graded", f"{FULL:g}"), row
