@@ -130,6 +130,13 @@ class GuardedExecute(Execute):
         # The trusted test runner starts last: after torch is loaded, before any student code.
         return [f"--IPKernelApp.exec_lines={imports}{FORK_GUARD}; {trusted.BOOT_LINE}"]
 
+    # Grading kernels only: the grader's own kernel spec (template.py), never the students' python3.
+    @default("kernel_name")
+    def _default_kernel_name(self):
+        from .template import grader_kernel_name
+
+        return grader_kernel_name()
+
     @default("timeout_func")
     def _default_timeout_func(self):
         return self._cell_timeout

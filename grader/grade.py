@@ -161,7 +161,7 @@ STOP_AFTER = 3
 def failure_cause(result: dict) -> str:
     """Why nbgrader could not grade a submission, in one line: the engine's own cause
     (execute.GraderFailure) where it gave one, else nbgrader's last log line."""
-    lines = (result.get("error") or result.get("log") or "").strip().splitlines()
+    lines = f"{result.get('log') or ''}\n{result.get('error') or ''}".strip().splitlines()
     for line in reversed(lines):
         if FAILURE_MARK in line:
             return line.split(FAILURE_MARK, 1)[1].strip()

@@ -723,7 +723,7 @@ def can_sandbox() -> bool:
     return os.geteuid() == 0 and SYS_PIVOT_ROOT is not None
 
 
-def kernels_would_fork(sandboxed: bool, kernel_name: str = "python3") -> bool:
+def kernels_would_fork(sandboxed: bool, kernel_name: str = "course-grader") -> bool:
     """Whether this environment's `kernel_name` kernels come from a template: its kernel spec
     names the provisioner, the template is not switched off, and a sandbox can be built."""
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
@@ -832,17 +832,35 @@ class TemplateProvisioner(LocalProvisioner):
 
 
 # -- the kernel spec that names the provisioner ------------------------------------------------------------
+GRADER_KERNEL = "course-grader"
+
+
 def install(prefix: str = sys.prefix) -> str:
-    """Make this environment's `python3` kernel spec start kernels through the template."""
+    """Install the grader's own kernel spec, `course-grader`, whose kernels come from the template,
+    and put this environment's `python3` back to ipykernel's plain spec: students' JupyterLab, the
+    hub's user servers and nbval start plain kernels; only grading paths (and tests that opt in)
+    use the template."""
     from ipykernel.kernelspec import get_kernel_dict
     from jupyter_client.kernelspec import KernelSpecManager
 
-    spec = get_kernel_dict()  # ipykernel's own spec, with the provisioner added
-    spec["argv"][0] = "python"  # as ipykernel ships it: whichever Python the client runs
-    spec.setdefault("metadata", {})["kernel_provisioner"] = {"provisioner_name": PROVISIONER_NAME}
-    with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "kernel.json").write_text(json.dumps(spec, indent=1) + "\n")
-        return KernelSpecManager().install_kernel_spec(tmp, "python3", prefix=prefix)
+    plain = get_kernel_dict()
+    plain["argv"][0] = "python"  # as ipykernel ships it: whichever Python the client runs
+    graded = json.loads(json.dumps(plain))
+    graded["display_name"] = "Python 3 (course grader)"
+    graded.setdefault("metadata", {})["kernel_provisioner"] = {"provisioner_name": PROVISIONER_NAME}
+    manager = KernelSpecManager()
+    for name, spec in (("python3", plain), (GRADER_KERNEL, graded)):
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "kernel.json").write_text(json.dumps(spec, indent=1) + "\n")
+            installed = manager.install_kernel_spec(tmp, name, prefix=prefix)
+    return installed
+
+
+def grader_kernel_name() -> str:
+    """The kernel spec grading uses: the grader's own where installed, else python3."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    return GRADER_KERNEL if GRADER_KERNEL in KernelSpecManager().find_kernel_specs() else "python3"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -850,7 +868,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m grader.template", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("install", help="name the template provisioner in this environment's python3 kernel spec")
+    sub.add_parser("install", help="install the grader's course-grader kernel spec (template kernels)")
     serving = sub.add_parser("serve", help="run a template (started by the provisioner, not by hand)")
     serving.add_argument("folder")
     args = parser.parse_args(argv)

@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 import grader_cases
-from grader import export, feedback, grade
+from grader import export, feedback, grade, template
 from submissions import answered, points
 from tools import course
 
@@ -31,13 +31,14 @@ def broken_kernel_spec(tmp_path):
     """A Jupyter data folder whose python3 kernel runs an interpreter behind a broken symlink
     (a course copy whose .venv points nowhere)."""
     data = tmp_path / "jupyter-data"
-    spec = data / "kernels" / "python3"
-    spec.mkdir(parents=True)
     (tmp_path / "venv").symlink_to(tmp_path / "gone")
     interpreter = tmp_path / "venv" / "bin" / "python"
-    spec.joinpath("kernel.json").write_text(json.dumps({
-        "argv": [str(interpreter), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Python 3", "language": "python"}))
+    for name in ("python3", template.GRADER_KERNEL):
+        spec = data / "kernels" / name
+        spec.mkdir(parents=True)
+        spec.joinpath("kernel.json").write_text(json.dumps({
+            "argv": [str(interpreter), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": "Python 3", "language": "python"}))
     return data, interpreter
 
 

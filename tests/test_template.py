@@ -131,8 +131,11 @@ def graded(tmp_path_factory):
             "after": after}
 
 
-def test_the_kernel_spec_names_the_template_provisioner():
-    spec = KernelSpecManager().get_kernel_spec("python3")
+def test_only_the_graders_kernel_spec_names_the_template_provisioner():
+    """Students' JupyterLab, the hub's servers and nbval start plain ipykernel (python3)."""
+    plain = KernelSpecManager().get_kernel_spec("python3")
+    assert "kernel_provisioner" not in plain.metadata, "students' kernels must not come from the grader's template"
+    spec = KernelSpecManager().get_kernel_spec(template.GRADER_KERNEL)
     assert spec.metadata.get("kernel_provisioner", {}).get("provisioner_name") == template.PROVISIONER_NAME, \
         "run `python -m grader.template install` (make setup does)"
     assert template.PROVISIONER_NAME in KernelProvisionerFactory.instance().get_provisioner_entries(), \
@@ -188,7 +191,7 @@ async def _kernel(scratch):
     config = Config()
     config.SandboxedKernelManager.scratch = scratch
     config.SandboxedKernelManager.uid = sandbox.FIRST_UID
-    km = SandboxedKernelManager(kernel_name="python3", config=config)
+    km = SandboxedKernelManager(kernel_name=template.GRADER_KERNEL, config=config)
     await km.start_kernel()
     kc = km.client()
     kc.start_channels()
