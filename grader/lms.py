@@ -180,7 +180,7 @@ class Platform:
 
         now = int(time.time())
         claims = {"iss": self.tool["client_id"], "sub": self.tool["client_id"],
-                  "aud": self.tool.get("token_audience") or self.tool["token_url"],
+                  "aud": self.tool["token_url"],
                   "iat": now, "exp": now + 300, "jti": uuid.uuid4().hex}
         return jwt.encode(claims, self.key, algorithm="RS256", headers={"kid": public_jwk(self.key)["kid"]})
 

@@ -37,9 +37,12 @@ with open(os.environ["HUB_CLASS_FILE"], encoding="utf-8") as file:
 port, state, course_id = course["port"], course["state"], course["course_id"]
 venv_bin, hub = course["venv_bin"], course["hub"]
 
-# The proxy serves everything on 127.0.0.1:port; browsers use http://localhost:port.
+lti = course.get("lti")
+# The proxy serves everything on 127.0.0.1:port; browsers use http://localhost:port, or with
+# LTI the hub's public address (tool_url, e.g. https://hub.example.org behind a TLS proxy,
+# with its wildcard *.hub.example.org for the users' servers).
 c.JupyterHub.bind_url = f"http://127.0.0.1:{port}"
-c.JupyterHub.subdomain_host = f"http://localhost:{port}"
+c.JupyterHub.subdomain_host = lti["tool_url"].rstrip("/") if lti else f"http://localhost:{port}"
 c.JupyterHub.hub_bind_url = f"http://127.0.0.1:{course['hub_api_port']}"
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{course['proxy_api_port']}"
 c.ConfigurableHTTPProxy.command = [course["proxy"]]
@@ -50,7 +53,6 @@ c.JupyterHub.cookie_secret_file = os.path.join(state, "jupyterhub_cookie_secret"
 c.JupyterHub.cleanup_servers = True
 c.JupyterHub.cleanup_proxy = True
 
-lti = course.get("lti")
 if lti:
     sys.path.insert(0, hub)  # hub/lti.py
     c.JupyterHub.authenticator_class = "lti.CourseLTIAuthenticator"

@@ -130,6 +130,9 @@ def lti_settings(port: int) -> dict | None:
         parts = urlsplit(str(values[key]))
         if parts.scheme not in ("http", "https") or not parts.netloc:
             fail(f"LTI {key} must be an http(s) URL, not {values[key]!r}")
+    if urlsplit(values["tool_url"]).path not in ("", "/"):
+        fail("LTI tool_url is the hub's own address (scheme, host, port), without a path: "
+             f"{values['tool_url']!r}; the hub serves at its root, with the users' servers on its subdomains")
     ids = values["deployment_id"]
     ids = [str(i) for i in ids] if isinstance(ids, list) else re.split(r"[\s,]+", str(ids).strip())
     values["deployment_ids"] = sorted(set(ids) - {""})
