@@ -33,7 +33,6 @@ import pwd
 import re
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
-from urllib.parse import urlsplit
 
 import jwt
 from jupyterhub.handlers import BaseHandler
@@ -87,6 +86,8 @@ class LoginInitHandler(LTI13LoginInitHandler):
     def post(self):
         auth = self.authenticator
         args = convert_request_to_dict(self.request.arguments)
+        if not args.get("iss"):
+            raise refuse("This hub signs people in only through their LMS: there is no login form.")
         if args.get("iss") != auth.issuer:
             raise refuse(f"The launch comes from an unknown platform (issuer {args.get('iss')!r}); this hub "
                          f"accepts launches from {auth.issuer} only.")
@@ -273,12 +274,3 @@ class CourseLTIAuthenticator(LTI13Authenticator):
                     email=record["email"] or None, lms_user_id=sub)
         except Exception as error:  # Formgrader then shows the id alone: worth a line in the log, no more
             self.log.warning("could not put %s into the gradebook: %s", name, error)
-
-
-def launch_urls(tool_url: str) -> dict[str, str]:
-    """What to register in the LMS for a hub at `tool_url`."""
-    base = tool_url.rstrip("/") + "/hub"
-    return {"login": base + "/lti13/oauth_login", "redirect": base + "/lti13/oauth_callback",
-            "jwks": base + "/lti13/jwks", "target": base, "config": base + "/lti13/config",
-            "domain": urlsplit(tool_url).netloc}
-

@@ -469,7 +469,7 @@ def test_lms_urls_keep_their_query_strings():
 
 
 def test_without_an_lti_configuration_the_hub_keeps_its_own_login(monkeypatch):
-    sys.path.insert(0, str(ROOT / "hub"))
+    monkeypatch.syspath_prepend(str(ROOT / "hub"))
     import serve
 
     for var in serve.LTI_SETTINGS.values():
@@ -481,3 +481,8 @@ def test_without_an_lti_configuration_the_hub_keeps_its_own_login(monkeypatch):
         serve.lti_settings(8000)
     config = (ROOT / "hub" / "jupyterhub_config.py").read_text()
     assert 'c.JupyterHub.authenticator_class = "pam"' in config
+
+
+def test_the_hub_has_no_password_login_with_lti(cls):
+    answer = requests.get(f"{cls['hub']}/hub/lti13/oauth_login", timeout=30)
+    assert answer.status_code == 400 and "only through their LMS" in answer.text
