@@ -19,7 +19,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	# The grader (pyproject.toml), editable; its dependencies are the pins above.
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
-	# Every kernel of this environment forked from a warm template (grader/template.py).
+	# The grader's own kernel spec, course-grader: kernels forked from a warm template (grader/template.py).
 	$(PY) -m grader.template install
 	touch $(STAMP)
 

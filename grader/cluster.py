@@ -99,7 +99,7 @@ def grade_one(files: dict[str, bytes], assignment: str, grader_id: str, submissi
         result = api.autograde(assignment, grader_id, force=True, create=True)
         path = folders[1] / assignment / f"{assignment}.ipynb"
         text = path.read_text(encoding="utf-8") if path.exists() else None
-        return bool(result["success"]), grade.failure_cause(result), text
+        return bool(result["success"]), grade.failure_cause(result, assignment, grader_id), text
     finally:
         for folder in folders:
             shutil.rmtree(folder, ignore_errors=True)

@@ -82,6 +82,8 @@ class GraderFailure(RuntimeError):
 
 
 FAILURE_MARK = "not graded: "
+# (assignment, student) -> the cause of the last GraderFailure in this process.
+FAILURES: dict[tuple[str | None, str | None], str] = {}
 
 
 class GuardedExecute(Execute):
@@ -297,6 +299,16 @@ class GuardedExecute(Execute):
         raise GraderFailure("refusing to run student code without a sandbox: " + sandbox_tool.TRUSTED_HINT)
 
     def preprocess(self, nb, resources=None, km=None):
+        try:
+            return self._grade_notebook(nb, resources, km)
+        except GraderFailure as failure:
+            # Where nbgrader runs in this process (the grader's workers), the cause is read back
+            # from here: their nbgrader log is quieted.
+            info = (resources or {}).get("nbgrader", {})
+            FAILURES[(info.get("assignment"), info.get("student"))] = failure.cause
+            raise
+
+    def _grade_notebook(self, nb, resources, km):
         self._problems, self._flags = [], []
         meta = nb.metadata.setdefault("grader", {})
         if meta.get("invalid"):
@@ -358,7 +370,14 @@ class GuardedExecute(Execute):
 
     def _start_failure(self, reason: str) -> str:
         """Why no kernel answered, in one line, naming an interpreter the sandbox cannot see."""
-        argv = list(getattr(getattr(self.km, "kernel_spec", None), "argv", None) or [sys.executable])
+        from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+        try:
+            argv = list(KernelSpecManager().get_kernel_spec(self.kernel_name).argv) or [sys.executable]
+        except NoSuchKernel:
+            return f"kernel did not start (no kernel spec named {self.kernel_name!r})"
+        if argv[0] in ("python", "python3"):
+            argv[0] = sys.executable  # what jupyter_client runs for ipykernel's own spec
         interpreter = argv[0] if os.path.isabs(argv[0]) else shutil.which(argv[0]) or argv[0]
         if not os.path.exists(interpreter):
             return f"kernel did not start (interpreter {interpreter} is missing)"

@@ -25,7 +25,7 @@ from pathlib import Path
 import nbformat
 
 from . import collect, course
-from .execute import FAILURE_MARK
+from .execute import FAILURE_MARK, FAILURES
 
 
 @dataclass
@@ -158,9 +158,11 @@ NOT_GRADED = "not graded"
 STOP_AFTER = 3
 
 
-def failure_cause(result: dict) -> str:
+def failure_cause(result: dict, assignment: str | None = None, grader_id: str | None = None) -> str:
     """Why nbgrader could not grade a submission, in one line: the engine's own cause
     (execute.GraderFailure) where it gave one, else nbgrader's last log line."""
+    if (assignment, grader_id) in FAILURES:
+        return FAILURES.pop((assignment, grader_id))
     lines = f"{result.get('log') or ''}\n{result.get('error') or ''}".strip().splitlines()
     for line in reversed(lines):
         if FAILURE_MARK in line:
@@ -173,7 +175,7 @@ def failure_cause(result: dict) -> str:
 def _autograde(task: tuple[str, str]) -> tuple[str, bool, str]:
     assignment, grader_id = task
     result = _worker_api.autograde(assignment, grader_id, force=True, create=True)
-    return grader_id, bool(result["success"]), failure_cause(result)
+    return grader_id, bool(result["success"]), failure_cause(result, assignment, grader_id)
 
 
 def graded_metadata(config, assignment: str, grader_id: str) -> dict | None:
@@ -272,6 +274,14 @@ def run(options: Options) -> list[Row]:
         cause = next(iter(causes))
         for _, grader_id in tasks:
             outcome.setdefault(grader_id, (False, f"{cause} (not tried: the first {STOP_AFTER} failed the same way)"))
+    # Nothing for a student to read where the grader failed (a stopped worker may leave a partial file).
+    from nbgrader.coursedir import CourseDirectory
+
+    coursedir = CourseDirectory(config=course_config(options))
+    for grader_id, (ok, _) in outcome.items():
+        if not ok:
+            shutil.rmtree(coursedir.format_path(coursedir.autograded_directory, grader_id, options.assignment),
+                          ignore_errors=True)
     return rows(options, submissions, outcome)
 
 

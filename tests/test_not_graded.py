@@ -78,7 +78,7 @@ def test_a_missing_interpreter_is_not_graded_loudly_and_stops_early(tmp_path):
                 submission = gradebook.find_submission(A, row["grader_id"])
             except MissingEntry:
                 continue
-            assert not any(g.auto_score for g in submission.grades), row
+            assert not any(g.auto_score for nb in submission.notebooks for g in nb.grades), row
     assert not list((root / "autograded").glob(f"*/{A}/{A}.ipynb"))
 
 
