@@ -390,7 +390,8 @@ def push(assignment: str, root: Path | None = None, lti_dir: Path | None = None,
         except LMSError as error:  # the line item or the token: nobody of this course can be sent
             stopped = stopped or (str(error) if error.retryable else "")
             for entry in group:
-                entry.outcome, entry.reason = "failed", str(error)
+                if not entry.outcome:
+                    entry.outcome, entry.reason = "failed", str(error)
         if stopped:
             for entry in todo:
                 entry.outcome = entry.outcome or "stopped"
@@ -410,9 +411,9 @@ def send(platform: Platform, store: Store, tool: dict, course_id: str, assignmen
         except LMSError as error:  # reading is a convenience: the local record still holds
             out(f"note: could not read the LMS's results ({error})")
     for entry in group:  # first what the LMS already has, so that a stop cannot hide it
-        there = store.sent(lineitem, entry.sub) or in_lms.get(entry.sub)
-        if not force and there and _same(there, (entry.score, entry.maximum)):
-            if store.sent(lineitem, entry.sub) is None:
+        held = [store.sent(lineitem, entry.sub), in_lms.get(entry.sub)]
+        if not force and any(h and _same(h, (entry.score, entry.maximum)) for h in held):
+            if not held[0] or not _same(held[0], (entry.score, entry.maximum)):
                 store.mark_sent(lineitem, entry.sub, entry.student, assignment, entry.score, entry.maximum)
             entry.outcome = "unchanged"
             out(f"unchanged  {entry.student} (LMS user {entry.sub}): {entry.score:g}/{entry.maximum:g} "
