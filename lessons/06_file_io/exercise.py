@@ -573,6 +573,10 @@ with tempfile.TemporaryDirectory() as _folder:
     _fresh = nn.Linear(3, 2)
     _fresh.load_state_dict(safe_load(Path(_folder) / "layer.pt"))
     assert torch.equal(_fresh.weight, _layer.weight), "A state_dict loaded with safe_load (from a pathlib.Path) should restore a layer exactly."
+    torch.save(torch.arange(4.0), Path(_folder) / "tensor.pt")
+    _loaded = safe_load(Path(_folder) / "tensor.pt")
+    assert isinstance(_loaded, torch.Tensor) and torch.equal(_loaded, torch.arange(4.0)) and _loaded.device.type == "cpu", \
+        "A file holding a single tensor should load as that tensor, on the CPU."
     _evil = os.path.join(_folder, "evil.pt")
     torch.save({"w": torch.ones(2), "extra": _Payload()}, _evil)
     assert _refused(_evil), \
