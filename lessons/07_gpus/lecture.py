@@ -21,7 +21,9 @@
 #
 # Everything so far ran on the CPU. This lesson shows how PyTorch names devices,
 # how to pick one that exists, how tensors and models move between devices, what
-# such moves cost, and how to time GPU code correctly.
+# such moves cost, and how to time GPU code correctly. It ends with the tools
+# practitioners reach for next: lower precision, a detector for hidden
+# synchronizations, and copies that overlap with computation.
 #
 # The notebook runs unchanged on a CPU-only laptop, on a CUDA machine, on Apple
 # silicon (MPS) and on Colab. Where the answer depends on the hardware, the code
@@ -29,6 +31,7 @@
 # something machine-specific are marked so that the output check skips them.
 
 # %%
+import logging
 import shutil
 import subprocess
 import time
@@ -73,39 +76,7 @@ else:
     print("nvidia-smi is not installed here: no NVIDIA driver, so no CUDA GPU.")
 
 # %% [markdown]
-# ## Device helpers with fallbacks
-#
-# Hard-coding `"cuda"` breaks on every machine without one. Two helpers choose a
-# device that exists: `try_gpu(i)` gives the `i`-th GPU or falls back (to MPS for
-# the first GPU on a Mac, else to the CPU), `try_all_gpus()` lists every GPU, or
-# the one fallback device.
-
-# %%
-def try_gpu(i=0):
-    """cuda:i if it exists, else mps for i == 0 when available, else the CPU."""
-    if torch.cuda.device_count() > i:
-        return torch.device(f"cuda:{i}")
-    if i == 0 and torch.backends.mps.is_available():
-        return torch.device("mps")
-    return torch.device("cpu")
-
-
-def try_all_gpus():
-    """Every CUDA device, else [mps] when available, else [cpu]."""
-    n = torch.cuda.device_count()
-    if n > 0:
-        return [torch.device(f"cuda:{i}") for i in range(n)]
-    if torch.backends.mps.is_available():
-        return [torch.device("mps")]
-    return [torch.device("cpu")]
-
-
-device = try_gpu()
-print("a GPU index nobody has falls back to the CPU:", try_gpu(1000) == torch.device("cpu"))
-print("try_gpu() is one of try_all_gpus():", device in try_all_gpus())
-
-# %% [markdown]
-# ## Today's device-agnostic API: `torch.accelerator`
+# ## One API for every accelerator: `torch.accelerator`
 #
 # Since PyTorch 2.6 the `torch.accelerator` module asks the same questions for
 # whichever accelerator this build of PyTorch supports (CUDA, MPS, XPU, ...),
@@ -118,18 +89,52 @@ print("try_gpu() is one of try_all_gpus():", device in try_all_gpus())
 # - `torch.accelerator.synchronize()`: wait until its queued work is done
 #   (it needs an accelerator: on a CPU-only machine it raises a `RuntimeError`).
 #
-# Our helpers are the hand-written form of the same idea, spelled out so you see
-# every fallback (and graded in the exercise). One difference:
-# `current_accelerator()` names only the type (`cuda`, with no index, which
-# means "the current CUDA device"), while `try_gpu(i)` names one device,
-# `cuda:i`. On every machine they agree:
+# On a machine with CUDA GPUs, with Apple's MPS (always exactly one device) or
+# with neither, its answers agree with the vendor-specific calls:
 
 # %%
-accelerator = torch.accelerator.current_accelerator(check_available=True)
-accelerated = [d for d in try_all_gpus() if d.type != "cpu"]
-print("is_available() agrees with try_gpu():", torch.accelerator.is_available() == (device.type != "cpu"))
-print("the accelerator's type is try_gpu()'s:", (accelerator.type if accelerator else "cpu") == device.type)
-print("device_count() counts try_all_gpus():", torch.accelerator.device_count() == len(accelerated))
+has_mps = torch.backends.mps.is_available()
+print("is_available() agrees with CUDA and MPS:",
+      torch.accelerator.is_available() == (torch.cuda.is_available() or has_mps))
+print("device_count() counts the CUDA devices, or the one MPS device:",
+      torch.accelerator.device_count() == (torch.cuda.device_count() or int(has_mps)))
+
+# %% [markdown]
+# ## Device helpers with fallbacks
+#
+# Hard-coding `"cuda"` breaks on every machine without one. Two helpers choose a
+# device that exists, built on `torch.accelerator`: `pick_device(i)` gives the
+# `i`-th device of the accelerator or falls back to the CPU, `all_devices()`
+# lists every device of the accelerator, or the CPU alone.
+#
+# Before `torch.accelerator`, such helpers (often called `try_gpu` and
+# `try_all_gpus`) asked each vendor in turn: first CUDA, by comparing `i` with
+# `torch.cuda.device_count()`; then Apple's MPS, which has a single device and
+# so can stand in for the first GPU but never for a second; then the CPU. The
+# exercise asks you to write them that way, where every fallback is explicit.
+
+# %%
+def pick_device(i=0):
+    """Device i of this machine's accelerator (CUDA, MPS, ...) if it has that many, else the CPU."""
+    accelerator = torch.accelerator.current_accelerator(check_available=True)
+    if accelerator is not None and torch.accelerator.device_count() > i:
+        return torch.device(accelerator.type, i)
+    return torch.device("cpu")
+
+
+def all_devices():
+    """Every device of this machine's accelerator, else [cpu]."""
+    accelerator = torch.accelerator.current_accelerator(check_available=True)
+    if accelerator is None:
+        return [torch.device("cpu")]
+    return [torch.device(accelerator.type, i) for i in range(torch.accelerator.device_count())]
+
+
+device = pick_device()
+print("a device index nobody has falls back to the CPU:", pick_device(1000) == torch.device("cpu"))
+print("pick_device() is one of all_devices():", device in all_devices())
+print("the accelerator's type, or cpu:",
+      (torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu")).type == device.type)
 
 # %% [markdown]
 # ## Where a tensor lives
@@ -164,7 +169,7 @@ print("both on the chosen device:", X.device.type == Y.device.type == device.typ
 # %%
 print("to its own device, same object:", X.to(X.device) is X)
 print("with copy=True, a new object:  ", X.to(X.device, copy=True) is not X)
-other = try_gpu(1)  # a second GPU if there is one, else a fallback
+other = pick_device(1)  # a second device if there is one, else the CPU
 Z = X.to(other)
 print("a copy is made exactly when the device changes:", (Z is not X) == (Z.device != X.device))
 print("the values come along:", torch.equal(Z.cpu(), torch.ones(2, 3)))
@@ -186,9 +191,20 @@ except RuntimeError as error:
     print("RuntimeError:", error)
 
 # %% [markdown]
-# With a real GPU the same mistake looks like this. (One exception: a 0-dim CPU
-# tensor, a scalar, may be combined with a GPU tensor.) On a CPU-only machine
-# there is nothing to mix, so the cell only says so.
+# Two exceptions. A 0-dim CPU tensor, a scalar, may be combined with a tensor on
+# any device. And a CPU tensor of *indices* may index a tensor on another device
+# (`x[idx]`): PyTorch copies the indices to that device for you. That copy is a
+# host-to-device transfer you never see in the code; in a loop, make the
+# indices on the device once instead.
+
+# %%
+idx = torch.tensor([0, 1])  # indices on the CPU
+print("a scalar on the CPU with a meta tensor:", (on_meta + torch.tensor(2.0)).device)
+print("a meta tensor indexed with CPU indices:", on_meta[idx].device)
+
+# %% [markdown]
+# With a real GPU the mismatch looks like this. On a CPU-only machine there is
+# nothing to mix, so the cell only says so.
 
 # %% tags=["nbval-ignore-output"]
 if device.type != "cpu":
@@ -312,16 +328,23 @@ except TypeError as error:
 # enough to measure (which also warms it up), then times block after block and
 # keeps every block's time, so we can take the **fastest block**: the one least
 # disturbed by other programs. It runs with one CPU thread unless told
-# otherwise, so CPU numbers compare across machines, and on a CUDA machine its
-# clock synchronizes before each read. We also synchronize at the end of the
-# timed statement ourselves, with `torch.accelerator.synchronize`, so every
-# block ends with the device idle whatever the accelerator. (On CUDA, a pair of
-# `torch.cuda.Event(enable_timing=True)` recorded before and after the work is
-# the other correct tool: the GPU itself notes the two times, and
-# `start.elapsed_time(end)` gives the milliseconds once `end.synchronize()` has
-# returned.)
+# otherwise, so CPU numbers compare across machines. In the PyTorch this course
+# pins, its clock synchronizes whatever accelerator the machine has (CUDA, MPS,
+# ...) before each read; older releases synchronized CUDA only. We also
+# synchronize at the end of the timed statement ourselves, with
+# `torch.accelerator.synchronize`, so every block ends with the device idle on
+# any release and any accelerator (MPS queues its work just as CUDA does). (On
+# CUDA, a pair of `torch.cuda.Event(enable_timing=True)` recorded before and
+# after the work is the other correct tool: the GPU itself notes the two times,
+# and `start.elapsed_time(end)` gives the milliseconds once `end.synchronize()`
+# has returned.)
 
 # %%
+# On a CUDA build of PyTorch running without a GPU (Colab's CPU runtime, say),
+# importing the benchmark module logs "No CUDA runtime is found". That message
+# is about compiling C++ extensions, which this lesson never does, so we quiet
+# the one logger that sends it before importing.
+logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
 from torch.utils import benchmark
 
 
@@ -470,13 +493,17 @@ else:
 #
 # A copy from ordinary (pageable) CPU memory to a CUDA GPU goes through a staging
 # buffer and blocks the CPU. From **pinned** (page-locked) memory the GPU can
-# copy directly, and with `non_blocking=True` the CPU continues while the copy
-# runs, so data loading can overlap with computing. `DataLoader(...,
-# pin_memory=True)` pins batches for you. Pinning needs an accelerator
-# (`pin_memory()` raises a `RuntimeError` on a machine without one), so the
-# cell pins only when there is a CUDA device; `non_blocking=True` is harmless
-# elsewhere. Before the CPU reads data that was copied without blocking,
-# synchronize.
+# copy directly, and with `non_blocking=True` the call returns at once: the CPU
+# goes on (preparing the next batch, say) while the copy runs. That frees the
+# *host*; it does not make the GPU copy and compute at the same time. On the
+# default stream, where all our work goes, the copy waits for the kernels queued
+# before it and the kernels after it wait for the copy. Overlapping a copy with
+# computation needs pinned memory *and* a second stream (shown at the end).
+# `DataLoader(..., pin_memory=True)` pins batches for you. Pinning needs an
+# accelerator (`pin_memory()` raises a `RuntimeError` on a machine without
+# one), so the cell pins only when there is a CUDA device; `non_blocking=True`
+# is harmless elsewhere. Before the CPU reads data that was copied without
+# blocking, synchronize.
 
 # %%
 host = torch.randn(256, 256)
@@ -491,7 +518,7 @@ print("the copy is complete after synchronizing:", torch.equal(moved.cpu(), host
 # How much faster? Below, host-to-device copies of 1 to 64 MiB, from pageable
 # and from pinned memory, each with and without `non_blocking`, in GB/s (the
 # copy is synchronized inside each timed run, so `non_blocking` shows only what
-# it saves in the copy itself; its real gain is the overlap above). On a CUDA
+# it saves in the copy itself; its real gain is the free host). On a CUDA
 # GPU expect pinned copies to be clearly faster than pageable ones, most of all
 # for large copies. On a machine without a GPU there is no host-to-device copy
 # and nothing to pin: we measure a plain copy within CPU memory instead, the
@@ -544,7 +571,7 @@ for (memory, non_blocking), values in bandwidth.items():
 # busy. With fewer than two GPUs this cell explains and skips itself.
 
 # %% tags=["nbval-ignore-output"]
-gpus = [d for d in try_all_gpus() if d.type == "cuda"]
+gpus = [d for d in all_devices() if d.type == "cuda"]
 if len(gpus) >= 2:
     torch.manual_seed(3)
     A = torch.randn(4096, 4096)
@@ -564,28 +591,137 @@ else:
     print(f"{len(gpus)} CUDA GPU(s) here: the two-GPU timing needs two and is skipped.")
 
 # %% [markdown]
+# ## In practice: precision, hidden synchronizations, overlapping copies
+#
+# **Mixed precision.** Inside `torch.autocast(device_type, dtype)`, operations
+# that gain from a lower precision (matrix products, convolutions) run in
+# `bfloat16` or `float16`, operations that need the range or accuracy of
+# `float32` (losses; on CUDA also `exp`, `softmax`, sums) are computed in
+# `float32`, and most others keep their inputs' dtype. The model's parameters
+# stay `float32`. It works on the CPU too, with `bfloat16`:
+
+# %%
+torch.manual_seed(5)
+A, B = torch.randn(64, 64), torch.randn(64, 64)
+with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+    C = A @ B                              # on autocast's lower-precision list
+    loss = nn.functional.mse_loss(C, A)    # on its float32 list
+    S = A + B                              # on neither: its inputs' dtype
+print("product:", C.dtype, "| loss:", loss.dtype, "| sum:", S.dtype)
+error = ((C.float() - A @ B).abs().max() / (A @ B).abs().max()).item()
+print("bfloat16 product within 1% of float32:", error < 0.01)
+
+# %% [markdown]
+# `bfloat16` has the range of `float32` with fewer digits, so training in it
+# needs nothing else. `float16` has a far smaller range: small gradients round
+# to zero, so training with it scales the loss (`torch.amp.GradScaler`). GPUs
+# older than NVIDIA's Ampere, such as Colab's T4, have no `bfloat16` hardware;
+# `float16` it is there.
+#
+# **TF32.** `torch.set_float32_matmul_precision("high")` lets `float32` matrix
+# products use faster internal formats (TF32 on NVIDIA GPUs since Ampere) with
+# about three decimal digits, while tensors stay `float32`. The default is
+# `"highest"`:
+
+# %%
+print("float32 matmul precision:", torch.get_float32_matmul_precision())
+
+# %% [markdown]
+# **Hidden synchronizations.** On CUDA,
+# `torch.cuda.set_sync_debug_mode("warn")` (or `"error"`) reports operations
+# that make the CPU wait for the GPU, such as `.item()`: a quick way to find
+# the one hidden synchronization in a training loop. It is experimental and does
+# not catch every kind.
+#
+# **Overlapping copies with computation.** Work on one stream runs in order. A
+# copy from pinned memory issued on a *second* stream
+# (`torch.cuda.Stream()`) runs while kernels on the default stream compute;
+# before the default stream uses the copied tensor it must wait for the other
+# stream (`wait_stream`).
+#
+# The cell below runs these on a CUDA GPU: autocast there, the error of a TF32
+# product, the sync detector, and copies timed with and without a side stream.
+# Elsewhere it explains and skips itself.
+
+# %% tags=["nbval-ignore-output"]
+if device.type == "cuda":
+    half = torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) else torch.float16
+    A_gpu, B_gpu = A.to(device), B.to(device)
+    with torch.autocast(device_type="cuda", dtype=half):
+        print("autocast on CUDA, the product is", (A_gpu @ B_gpu).dtype)
+
+    big = torch.randn(1024, 1024).to(device)
+    exact = big.double() @ big.double()
+    for precision in ("highest", "high"):
+        torch.set_float32_matmul_precision(precision)
+        relative = ((big @ big).double() - exact).abs().max() / exact.abs().max()
+        print(f"float32 product with precision {precision!r}: largest relative error {relative.item():.1e}")
+    torch.set_float32_matmul_precision("highest")
+
+    total = big.sum()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        total.item()
+    except RuntimeError as error:
+        print("the sync detector caught .item():", str(error).splitlines()[0])
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+
+    batches = [torch.randn(2**22).pin_memory() for _ in range(4)]   # 16 MiB each, pinned
+    W = torch.randn(2048, 2048).to(device)
+    side = torch.cuda.Stream()
+
+    def copy_then_compute():
+        for host_batch in batches:
+            host_batch.to(device, non_blocking=True)    # same stream as the products: one after the other
+            for _ in range(4):
+                W @ W
+
+    def copy_beside_compute():
+        with torch.cuda.stream(side):
+            moved = [b.to(device, non_blocking=True) for b in batches]   # queued on the side stream
+        for _ in range(4 * len(batches)):
+            W @ W                                       # the default stream computes meanwhile
+        torch.cuda.current_stream().wait_stream(side)   # before anything uses `moved`
+        for tensor in moved:
+            tensor.record_stream(torch.cuda.current_stream())  # made on `side`, to be used on this stream
+
+    serial, overlapped = per_call(copy_then_compute, device), per_call(copy_beside_compute, device)
+    print(f"copies and products on one stream: {serial * 1e3:.2f} ms; copies on a side stream: "
+          f"{overlapped * 1e3:.2f} ms")
+else:
+    print(f"no CUDA device here ({device.type}): streams, TF32 and the sync detector are CUDA's; skipped.")
+
+# %% [markdown]
 # ## Summary
 #
 # - A `torch.device` is a name: `cpu`, `cuda`, `cuda:i`, `mps`. Choose one with
-#   helpers that fall back (`try_gpu`, `try_all_gpus`), never hard-code it.
+#   helpers that fall back (`pick_device`, `all_devices`), never hard-code it.
 # - `.to(device)` copies to another device and returns the same tensor when it is
 #   already there; `module.to(device)` moves a model in place.
 # - All operands of an operation must share a device; PyTorch raises otherwise.
+#   CPU scalars and CPU index tensors are the exceptions (indices are copied
+#   over for you, a hidden transfer).
 # - Draw random values on the CPU and move them, for the same numbers everywhere.
 # - `torch.accelerator` (`is_available`, `current_accelerator`, `device_count`,
 #   `synchronize`) asks the same questions for any accelerator; its
 #   `synchronize` raises where there is none.
-# - GPUs run asynchronously: synchronize before reading a clock, and time with
-#   `torch.utils.benchmark.Timer`, taking the fastest block. `.item()`,
-#   `.tolist()`, `.cpu()`, `float(t)`, printing and `if t > 0:` synchronize
-#   silently; `.numpy()` on a GPU tensor raises a `TypeError` (call `.cpu()`
-#   first, which is what waits). Batch work and move results once.
+# - GPUs run asynchronously (CUDA and MPS alike): synchronize before reading a
+#   clock, and time with `torch.utils.benchmark.Timer`, taking the fastest
+#   block. `.item()`, `.tolist()`, `.cpu()`, `float(t)`, printing and
+#   `if t > 0:` synchronize silently; `.numpy()` on a GPU tensor raises a
+#   `TypeError` (call `.cpu()` first, which is what waits). Batch work and move
+#   results once.
 # - Move the model first, then build the optimizer: optimizer state stays where
 #   it was created, and on some devices `.to()` even replaces the Parameter
 #   objects the optimizer holds.
 # - The caching allocator keeps freed GPU memory: `memory_allocated` counts live
 #   tensors, `memory_reserved` the cache, `empty_cache` returns the unused part.
 # - Pinned memory (it needs an accelerator) makes host-to-GPU copies faster, and
-#   with `non_blocking=True` they overlap with computation.
+#   `non_blocking=True` frees the host during the copy; the GPU copies while it
+#   computes only when the copy runs on a second stream.
+# - `torch.autocast` (bfloat16 on the CPU too), `set_float32_matmul_precision`,
+#   `torch.cuda.set_sync_debug_mode` and side streams are the next tools for
+#   speed.
 #
 # Now practise in the exercise: `exercises/07_gpus/07_gpus.ipynb`.
