@@ -24,9 +24,13 @@
 #
 # Everything here runs on a CPU-only machine too. To check the GPU branches of
 # your code anyway, the tests **simulate** other machines: for a moment they
-# replace `torch.cuda.is_available`, `torch.cuda.device_count`,
-# `torch.backends.mps.is_available` and `torch.cuda.synchronize` with stand-ins.
-# So ask the hardware through exactly these functions.
+# replace PyTorch's device queries with stand-ins. Items 1 and 2 must ask the
+# vendor-specific ones, `torch.cuda.device_count()` (and
+# `torch.cuda.is_available()`) and `torch.backends.mps.is_available()`; while
+# they run, `torch.accelerator` raises. Item 4 may synchronize with
+# `torch.accelerator.synchronize` or with the vendor-specific functions
+# (`torch.cuda.synchronize`, `torch.mps.synchronize`): all of them are
+# simulated there.
 #
 # Use only `torch`, the standard library, `numpy` and `matplotlib`.
 
@@ -51,17 +55,27 @@ _ = torch.manual_seed(0)  # the same random examples on every run
 from contextlib import contextmanager
 
 
+def _no_accelerator_api(*args, **kwargs):
+    raise AssertionError("try_gpu and try_all_gpus should ask torch.cuda.device_count() and "
+                         "torch.backends.mps.is_available(), not torch.accelerator (which would also pick "
+                         "accelerators the rule leaves out, such as Intel's XPU).")
+
+
 @contextmanager
 def _simulated(cuda=0, mps=False):
     """Pretend the machine has `cuda` CUDA devices and (or not) MPS; restore the real functions afterwards."""
-    saved = (torch.cuda.is_available, torch.cuda.device_count, torch.backends.mps.is_available)
+    accelerator = torch.accelerator
+    saved = (torch.cuda.is_available, torch.cuda.device_count, torch.backends.mps.is_available,
+             accelerator.is_available, accelerator.current_accelerator, accelerator.device_count)
     torch.cuda.is_available = lambda: cuda > 0
     torch.cuda.device_count = lambda: cuda
     torch.backends.mps.is_available = lambda: mps
+    accelerator.is_available = accelerator.current_accelerator = accelerator.device_count = _no_accelerator_api
     try:
         yield
     finally:
-        torch.cuda.is_available, torch.cuda.device_count, torch.backends.mps.is_available = saved
+        (torch.cuda.is_available, torch.cuda.device_count, torch.backends.mps.is_available,
+         accelerator.is_available, accelerator.current_accelerator, accelerator.device_count) = saved
 
 
 from torch.overrides import TorchFunctionMode
@@ -125,6 +139,9 @@ def _host_reads(fn):
 # Write `try_gpu(i=0)`. It returns `torch.device("cuda:i")` if there are more
 # than `i` CUDA devices; otherwise `torch.device("mps")` if `i == 0` and MPS is
 # available; otherwise `torch.device("cpu")`.
+#
+# The lecture's `pick_device` asks `torch.accelerator`; here you spell out each
+# fallback with the vendor-specific queries (see the top of this notebook).
 
 # %% answer grade_id="try_gpu"
 def try_gpu(i=0):
@@ -159,14 +176,20 @@ with _simulated(cuda=0, mps=False):
 with _simulated(cuda=0, mps=True):
     assert _is(try_gpu(), "mps"), \
         f"On a Mac with MPS and no CUDA, try_gpu() should be mps, got {try_gpu()!r}: check torch.backends.mps.is_available()."
-### BEGIN HIDDEN TESTS
-with _simulated(cuda=0, mps=True):
     assert _is(try_gpu(1), "cpu"), \
-        f"There is only one MPS device: try_gpu(1) should be the CPU, got {try_gpu(1)!r}."
+        f"There is only one MPS device: on a Mac try_gpu(1) should be the CPU, got {try_gpu(1)!r}."
 with _simulated(cuda=1, mps=True):
-    assert _is(try_gpu(0), "cuda", 0), "CUDA comes before MPS: with one CUDA GPU, try_gpu(0) should be cuda:0."
+    assert _is(try_gpu(0), "cuda", 0), \
+        f"CUDA comes before MPS: with one CUDA GPU and MPS, try_gpu(0) should be cuda:0, got {try_gpu(0)!r}."
     assert _is(try_gpu(1), "cpu"), \
         f"With one CUDA GPU, try_gpu(1) should be the CPU (MPS is only the fallback for i == 0), got {try_gpu(1)!r}."
+### BEGIN HIDDEN TESTS
+with _simulated(cuda=0, mps=True):
+    assert _is(try_gpu(2), "cpu"), f"There is only one MPS device: try_gpu(2) should be the CPU, got {try_gpu(2)!r}."
+with _simulated(cuda=2, mps=True):
+    assert _is(try_gpu(1), "cuda", 1), "With 2 CUDA GPUs (and MPS), try_gpu(1) should be cuda:1."
+    assert _is(try_gpu(2), "cpu"), \
+        f"With 2 CUDA GPUs, try_gpu(2) should be the CPU (MPS is only the fallback for i == 0), got {try_gpu(2)!r}."
 with _simulated(cuda=8):
     assert _is(try_gpu(7), "cuda", 7), f"With 8 CUDA GPUs, try_gpu(7) should be cuda:7, got {try_gpu(7)!r}."
     assert _is(try_gpu(8), "cpu"), f"With 8 CUDA GPUs, try_gpu(8) should be the CPU, got {try_gpu(8)!r}."
@@ -207,13 +230,16 @@ with _simulated(cuda=3):
 with _simulated(cuda=0, mps=False):
     assert _devices(try_all_gpus()) == [("cpu", 0)], \
         f"Without any GPU the list should hold the CPU, never be empty; got {try_all_gpus()!r}."
-### BEGIN HIDDEN TESTS
 with _simulated(mps=True):
     assert _devices(try_all_gpus()) == [("mps", 0)], \
         f"On a Mac with MPS and no CUDA, expected [mps], got {try_all_gpus()!r}."
 with _simulated(cuda=1, mps=True):
     assert _devices(try_all_gpus()) == [("cuda", 0)], \
         f"CUDA devices come first: with one CUDA GPU (and MPS), expected [cuda:0], got {try_all_gpus()!r}."
+### BEGIN HIDDEN TESTS
+with _simulated(cuda=2, mps=True):
+    assert _devices(try_all_gpus()) == [("cuda", 0), ("cuda", 1)], \
+        f"With 2 CUDA GPUs (and MPS), expected [cuda:0, cuda:1], got {try_all_gpus()!r}."
 with _simulated(cuda=8):
     assert _devices(try_all_gpus()) == [("cuda", i) for i in range(8)], "With 8 CUDA GPUs, all 8 should be listed in order."
 assert len(try_all_gpus()) >= 1, "On this machine the list should not be empty."
@@ -253,11 +279,20 @@ _moved = to_device(_batch, _meta)
 assert isinstance(_moved, dict) and set(_moved) == {"x", "pair", "items"}, \
     "A dict should come back as a dict with the same keys."
 assert _moved["x"].device.type == "meta" and _moved["x"].shape == (2, 3), "A tensor at the top of the dict was not moved."
-assert isinstance(_moved["pair"], tuple) and _moved["pair"][0].device.type == "meta" and _moved["pair"][1] == 3, \
+assert isinstance(_moved["pair"], tuple) and len(_moved["pair"]) == 2 and _moved["pair"][0].device.type == "meta" \
+    and _moved["pair"][1] == 3, \
     "A tuple should stay a tuple, with its tensors moved and its other values kept: do you recurse into tuples?"
-assert isinstance(_moved["items"], list) and _moved["items"][0].device.type == "meta" and _moved["items"][1] == "name", \
+assert isinstance(_moved["items"], list) and len(_moved["items"]) == 2 and _moved["items"][0].device.type == "meta" \
+    and _moved["items"][1] == "name", \
     "A list should stay a list, with its tensors moved and its other values kept."
 assert _batch["x"].device.type == "cpu", "The original tensors should stay where they were: .to() returns a new tensor."
+assert to_device(torch.ones(2), _meta).device.type == "meta", "A bare tensor should be moved too."
+_name = "a name"
+_moved = to_device({1: [None, _name], "empty": ((), [], {})}, _meta)
+assert _moved[1][0] is None and _moved[1][1] is _name, \
+    "Values that are not tensors (None, strings) should be the very same objects, and non-string keys kept."
+assert _moved["empty"] == ((), [], {}) and [type(c) for c in _moved["empty"]] == [tuple, list, dict], \
+    "Empty containers should come back empty and of the same type."
 ### BEGIN HIDDEN TESTS
 _deep = [({"a": [torch.ones(1), (torch.zeros(2), None)]},), 2.5, None, (), [], {}]
 _moved = to_device(_deep, _meta)
@@ -283,10 +318,14 @@ assert to_device([_text], _meta)[0] is _text, "Non-tensor values should be the s
 # ## 4. Timing with synchronization
 #
 # Write `timed(fn, device, repeats=10)`: it calls `fn()` `repeats` times and
-# returns the **seconds per call** (a float). A GPU runs asynchronously, so when
-# `device` is a CUDA device, call `torch.cuda.synchronize` on it before **each**
-# read of the clock (`time.perf_counter()`); on other devices, do not call it. A
-# warm-up call before timing is allowed.
+# returns the **seconds per call** (a float). Accelerators run asynchronously,
+# CUDA GPUs and Apple's MPS alike, so when `device` is not the CPU, wait for it
+# before **each** read of the clock (`time.perf_counter()`), as the lecture's
+# `synchronize` helper does: `torch.accelerator.synchronize` works for any
+# accelerator, `torch.cuda.synchronize` and `torch.mps.synchronize` for their
+# own kind. On the CPU nothing is queued: do not synchronize (on a machine
+# without an accelerator every one of these raises). A warm-up call before
+# timing is allowed.
 
 # %% answer grade_id="timed"
 def timed(fn, device, repeats=10):
@@ -294,8 +333,8 @@ def timed(fn, device, repeats=10):
     device = torch.device(device)
 
     def sync():
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+        if device.type != "cpu":
+            torch.accelerator.synchronize(device)
 
     sync()
     start = time.perf_counter()
@@ -306,26 +345,79 @@ def timed(fn, device, repeats=10):
     ### END SOLUTION
 
 # %% tests grade_id="test_timed" points=2
-def _timed_with_log(device, repeats, work=lambda: None, **kwargs):
-    """Run timed() with torch.cuda.synchronize replaced by a logger; return (result, log)."""
+_MACHINES = {"cuda": "two CUDA GPUs", "mps": "Apple's MPS", "cpu": "no accelerator"}
+
+
+def _timed_with_log(device, repeats, machine, work=lambda: None):
+    """Run timed() on a simulated machine (`machine`: "cuda", "mps" or "cpu", see _MACHINES) whose
+    synchronize functions log "sync" instead of waiting; return (result, log)."""
     log = []
-    saved = (torch.cuda.synchronize, torch.cuda.is_available, torch.cuda.device_count, torch.mps.synchronize)
-    torch.cuda.synchronize = lambda *args, **kw: log.append("sync")
-    torch.cuda.is_available = lambda: True
-    torch.cuda.device_count = lambda: 2
-    torch.mps.synchronize = lambda *args, **kw: None
+    accelerator = torch.accelerator
+
+    def device_type(where):
+        return None if where is None or isinstance(where, int) else torch.device(where).type
+
+    def synchronize_for(kind):
+        def synchronize(where=None, *args, **kwargs):
+            if machine != kind:
+                raise RuntimeError(f"torch.{kind}.synchronize fails on a machine without {kind.upper()}")
+            if device_type(where) not in (None, kind):
+                raise ValueError(f"torch.{kind}.synchronize was given a {device_type(where)} device")
+            log.append("sync")
+        return synchronize
+
+    def accelerator_synchronize(where=None, /):
+        if machine == "cpu":
+            raise RuntimeError("torch.accelerator.synchronize fails on a machine without an accelerator")
+        if device_type(where) not in (None, machine):
+            raise ValueError(f"torch.accelerator.synchronize was given a {device_type(where)} device on a {machine} machine")
+        log.append("sync")
+
+    saved = (torch.cuda.synchronize, torch.mps.synchronize, accelerator.synchronize, torch.cuda.is_available,
+             torch.cuda.device_count, torch.backends.mps.is_available, accelerator.is_available,
+             accelerator.current_accelerator, accelerator.device_count)
+    torch.cuda.synchronize, torch.mps.synchronize = synchronize_for("cuda"), synchronize_for("mps")
+    accelerator.synchronize = accelerator_synchronize
+    torch.cuda.is_available = lambda: machine == "cuda"
+    torch.cuda.device_count = lambda: 2 if machine == "cuda" else 0
+    torch.backends.mps.is_available = lambda: machine == "mps"
+    accelerator.is_available = lambda: machine != "cpu"
+    accelerator.current_accelerator = lambda check_available=False: None if machine == "cpu" else torch.device(machine)
+    accelerator.device_count = lambda: {"cuda": 2, "mps": 1, "cpu": 0}[machine]
 
     def fn():
         log.append("fn")
         work()
     try:
-        result = timed(fn, device, repeats, **kwargs) if repeats is not None else timed(fn, device, **kwargs)
+        result = timed(fn, device, repeats) if repeats is not None else timed(fn, device)
+    except Exception as error:
+        advice = ("nothing needs synchronizing on the CPU, and without an accelerator every synchronize function "
+                  "raises" if device.type == "cpu" else
+                  f"synchronize the device {device} with torch.accelerator.synchronize or with "
+                  f"torch.{device.type}.synchronize, not with another kind's function")
+        raise AssertionError(f"On a simulated machine with {_MACHINES[machine]}, timed(fn, {device}) raised "
+                             f"{error!r}: {advice}.") from error
     finally:
-        torch.cuda.synchronize, torch.cuda.is_available, torch.cuda.device_count, torch.mps.synchronize = saved
+        (torch.cuda.synchronize, torch.mps.synchronize, accelerator.synchronize, torch.cuda.is_available,
+         torch.cuda.device_count, torch.backends.mps.is_available, accelerator.is_available,
+         accelerator.current_accelerator, accelerator.device_count) = saved
     return result, log
 
 
-_seconds, _log = _timed_with_log(torch.device("cpu"), 5, work=lambda: time.sleep(0.05))
+def _check_synced(log, device, repeats):
+    """The log shows a synchronize before the first timed call and after the last one."""
+    calls = [k for k, entry in enumerate(log) if entry == "fn"]
+    assert len(calls) >= repeats, f"fn should be called `repeats` ({repeats}) times, it was called {len(calls)} times."
+    assert "sync" in log, \
+        f"For the device {device}, timed never synchronized: CUDA and MPS both queue their work, so wait for it " \
+        "before each clock read (torch.accelerator.synchronize works for either)."
+    assert "sync" in log[:calls[-repeats]], \
+        f"For the device {device}, synchronize before the first clock read as well, so work queued earlier is not counted."
+    assert log[-1] == "sync", \
+        f"For the device {device}, the last calls of fn must be finished before the final clock read: synchronize after the loop."
+
+
+_seconds, _log = _timed_with_log(torch.device("cpu"), 5, "cuda", work=lambda: time.sleep(0.05))
 assert isinstance(_seconds, float), f"timed should return a float number of seconds, got {type(_seconds).__name__}."
 assert _log.count("fn") >= 5, f"fn should be called `repeats` (5) times, it was called {_log.count('fn')} times."
 # Each call sleeps 50 ms, so the time per call is just above 0.05 s; the total of 5 calls
@@ -333,23 +425,23 @@ assert _log.count("fn") >= 5, f"fn should be called `repeats` (5) times, it was 
 # busy machine oversleeping, without letting either mistake through.
 assert 0.0495 <= _seconds < 0.2, \
     f"Expected about 0.05 seconds per call, got {_seconds}: divide the total by repeats, and report seconds (not ms)."
-assert "sync" not in _log, "On the CPU there is nothing to synchronize: call torch.cuda.synchronize only for CUDA devices."
-
-_seconds, _log = _timed_with_log(torch.device("cuda"), 5)
-assert _log.count("sync") >= 2, \
-    f"For a CUDA device, synchronize before each clock read (at least twice: before start and before stop); it was called {_log.count('sync')} times."
-assert _log[-1] == "sync", \
-    "For a CUDA device, the last calls of fn must be finished before the final clock read: synchronize after the loop."
-### BEGIN HIDDEN TESTS
-_seconds, _log = _timed_with_log(torch.device("cuda:1"), None)
+assert "sync" not in _log, "On the CPU there is nothing to synchronize, even on a machine with a GPU: synchronize only other devices."
+_seconds, _log = _timed_with_log(torch.device("cpu"), None, "cpu")
 assert _log.count("fn") >= 10, "By default (repeats=10) fn should be called 10 times."
-assert _log.count("sync") >= 2 and _log[-1] == "sync", "cuda:1 is a CUDA device too: synchronize before each clock read."
-_first_timed_call = [k for k, entry in enumerate(_log) if entry == "fn"][-10]
-assert "sync" in _log[:_first_timed_call], \
-    "For a CUDA device, synchronize before the first clock read as well, so earlier queued work is not counted."
-_seconds, _log = _timed_with_log(torch.device("mps"), 3)
-assert "sync" not in _log, "An MPS device is not CUDA: torch.cuda.synchronize must not be called for it."
-_seconds, _log = _timed_with_log(torch.device("cpu"), 1, work=lambda: time.sleep(0.05))
+
+_seconds, _log = _timed_with_log(torch.device("cuda"), 5, "cuda")
+_check_synced(_log, torch.device("cuda"), 5)
+_seconds, _log = _timed_with_log(torch.device("mps"), 5, "mps")
+_check_synced(_log, torch.device("mps"), 5)
+### BEGIN HIDDEN TESTS
+_seconds, _log = _timed_with_log(torch.device("cuda:1"), None, "cuda")
+assert _log.count("fn") >= 10, "By default (repeats=10) fn should be called 10 times."
+_check_synced(_log, torch.device("cuda:1"), 10)
+_seconds, _log = _timed_with_log(torch.device("mps"), 3, "mps")
+_check_synced(_log, torch.device("mps"), 3)
+_seconds, _log = _timed_with_log(torch.device("cpu"), 2, "mps")
+assert "sync" not in _log, "On the CPU there is nothing to synchronize, even on a Mac: synchronize only other devices."
+_seconds, _log = _timed_with_log(torch.device("cpu"), 1, "cpu", work=lambda: time.sleep(0.05))
 assert _log.count("fn") >= 1 and 0.049 <= _seconds < 0.2, f"With repeats=1, expected about 0.05 s, got {_seconds}."
 ### END HIDDEN TESTS
 
@@ -416,6 +508,14 @@ _every = _host_reads(lambda device: log_norms(6, 8, device, on_device=False))
 assert _every >= 6, \
     f"With on_device=False each of the 6 norms should be moved as soon as it is computed; values crossed only {_every} " \
     "times. Does the function ignore on_device? Call .item() on every norm inside the loop when on_device is False."
+_default = _host_reads(lambda device: log_norms(6, 8, device))
+assert _default == 1, f"on_device=True is the default, so log_norms(6, 8, device) should move the norms once; they crossed {_default} times."
+assert log_norms(3, 64, _cpu) == _kept[:3], \
+    "The first norms should not depend on n: seed once at the start and draw the matrices step by step."
+_simulated_values = []
+_host_reads(lambda device: _simulated_values.append(log_norms(5, 64, device)))
+assert _simulated_values == [_kept], \
+    "On another device log_norms should return the same list of floats as on the CPU: draw on the CPU, then move."
 ### BEGIN HIDDEN TESTS
 _kept = log_norms(40, 9, _cpu)
 assert _kept == log_norms(40, 9, _cpu, on_device=False), "Both modes should agree for other sizes as well."
@@ -424,7 +524,7 @@ _ratio = sum(_kept) / len(_kept) / 9 ** 1.5
 assert 0.88 < _ratio < 1.12, f"The norms are off by a factor {_ratio:.2f}: use torch.randn, A @ B and the Frobenius norm."
 _one = log_norms(1, 3, _cpu)
 assert isinstance(_one, list) and len(_one) == 1 and isinstance(_one[0], float), "n=1 should give a list with one float."
-assert log_norms(3, 64, _cpu) == log_norms(5, 64, _cpu)[:3], \
+assert log_norms(2, 9, _cpu) == _kept[:2], \
     "The first norms should not depend on n: seed once at the start and draw the matrices step by step."
 _once = _host_reads(lambda device: log_norms(25, 4, device))
 assert _once == 1, \
@@ -444,7 +544,9 @@ assert _simulated_values == [log_norms(7, 5, _cpu)], \
 #
 # The cell below uses your `timed` and `log_norms` on the best device of your
 # machine (`try_gpu()`), for a few matrix sizes, with the norms moved every step
-# and once. Run it and look at the plot.
+# and once. Run it and look at the plot. (Without a GPU the plot shows the CPU;
+# to see a GPU's curves, open this notebook in Colab with a GPU runtime, under
+# Runtime > Change runtime type, and run it there.)
 
 # %%
 device = try_gpu()
@@ -461,30 +563,42 @@ plt.legend()
 plt.show()
 
 # %% [markdown]
-# Explain the plot in a few sentences. Where does the time go for small matrices
-# and for large ones? When does moving each norm with `.item()` cost extra, and
-# why would that cost be much larger on a CUDA GPU than on a CPU? What else does
-# each call of `log_norms` spend time on besides the products?
+# Explain the plot in a few sentences; every question can be answered from a
+# CPU-only plot and the lecture.
+#
+# 1. Read the slopes: for which sizes is the time per call almost flat, and
+#    where does it grow steeply? What does each part of the curve spend its
+#    time on (the products, and what else does each call of `log_norms` do)?
+# 2. On your machine, how far apart are the two curves, and why is `.item()`
+#    in every step cheap or expensive *here*?
+# 3. On a CUDA GPU each `.item()` makes the CPU wait for the GPU: predict how
+#    the two curves would differ there, and at which sizes the gap is largest.
+#    (If you ran the notebook on a GPU, say whether your plot agrees.)
 
 # %% manual [markdown] grade_id="timing_answer" points=2
-# Model answer: For small matrices the products are tiny, so the time is
-# overhead: Python, dispatching each operation, drawing the random numbers on the
-# CPU and (on a GPU) launching kernels and copying the matrices to the device.
-# The curves are flat there. For large matrices the `size**3` products dominate
-# and time grows steeply. On a CPU `.item()` is almost free, so both curves
-# nearly coincide: nothing runs asynchronously, nothing crosses a bus. On a CUDA
-# GPU every `.item()` forces a synchronization: the CPU waits until all queued
-# work is done and a number is copied back, so the GPU idles while the CPU
-# prepares the next step and the pipeline never fills; moving all norms once lets
-# the CPU queue all steps ahead. The gap is largest for small and medium sizes,
-# where waiting and launching dominate the arithmetic. Every call also pays for
-# generating the random matrices on the CPU and transferring them to the device.
+# Model answer: (1) For small matrices the products are tiny, so the time is
+# fixed overhead per step: Python, dispatching each operation, drawing the
+# random matrices on the CPU and (on a GPU) launching kernels and copying the
+# matrices to the device. The curve is flat there. For large matrices the
+# `size**3` multiply-adds of the products dominate and time grows steeply
+# (about 8 times per doubling of the size once the arithmetic dominates). (2)
+# On a CPU both curves nearly coincide: nothing runs asynchronously, so
+# `.item()` has nothing to wait for and only reads a number already in memory.
+# (3) On a CUDA GPU every `.item()` forces a synchronization: the CPU waits
+# until all queued work is done and a number is copied back, so the GPU idles
+# while the CPU prepares the next step and the queue never fills; moving all
+# norms once lets the CPU queue all steps ahead. The `.item()` curve lies above
+# the other, the gap largest for small and medium sizes, where waiting and
+# launching dominate the arithmetic; for large sizes the products dominate both
+# curves. Every call also pays for generating the random matrices on the CPU
+# and copying them to the device, the same in both curves.
 
 # %% [markdown]
 # ## Summary
 #
 # - `try_gpu` and `try_all_gpus` pick existing devices and fall back gracefully.
 # - A recursive `to_device` moves whole batches while keeping their structure.
-# - Time GPU code with a synchronize before every clock read.
+# - Time accelerator code (CUDA, MPS) with a synchronize before every clock
+#   read, and none on the CPU.
 # - Keep results on the device and move them once; `.item()` in a loop
 #   synchronizes every step.

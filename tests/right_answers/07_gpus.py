@@ -8,25 +8,75 @@ def try_gpu(i=0):
         return torch.device("mps")
     return torch.device("cpu")
 
+# %% right id=try_gpu -- builds the device from its type and index, MPS checked only for i == 0
+def try_gpu(i=0):
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if i < count:
+        return torch.device("cuda", i)
+    if i == 0 and torch.backends.mps.is_available():
+        return torch.device("mps", 0)
+    return torch.device("cpu")
+
 # %% right id=try_all_gpus -- returns device strings instead of torch.device objects
 def try_all_gpus():
     if torch.cuda.device_count():
         return [f"cuda:{i}" for i in range(torch.cuda.device_count())]
     return ["mps"] if torch.backends.mps.is_available() else ["cpu"]
 
-# %% right id=timed -- times each call on its own, synchronizing before every clock read
+# %% right id=timed -- times each call on its own, synchronizing any accelerator before every clock read
 def timed(fn, device, repeats=10):
-    cuda = torch.device(device).type == "cuda"
+    accelerated = torch.device(device).type != "cpu"
     total = 0.0
     for _ in range(repeats):
-        if cuda:
-            torch.cuda.synchronize(device)
+        if accelerated:
+            torch.accelerator.synchronize(device)
         start = time.perf_counter()
         fn()
-        if cuda:
-            torch.cuda.synchronize(device)
+        if accelerated:
+            torch.accelerator.synchronize(device)
         total += time.perf_counter() - start
     return total / repeats
+
+# %% right id=timed -- the lecture's synchronize helper, with a warm-up call
+def synchronize(device):
+    if device.type != "cpu":
+        torch.accelerator.synchronize(device)
+
+
+def timed(fn, device, repeats=10):
+    fn()
+    synchronize(device)
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    synchronize(device)
+    return (time.perf_counter() - start) / repeats
+
+# %% right id=timed -- each vendor's own synchronize function
+def timed(fn, device, repeats=10):
+    def wait():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        elif device.type == "mps":
+            torch.mps.synchronize()
+    wait()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    wait()
+    return (time.perf_counter() - start) / repeats
+
+# %% right id=timed -- torch.accelerator.synchronize() without an argument, skipped on the CPU
+def timed(fn, device, repeats=10):
+    on_cpu = str(device).startswith("cpu")
+    if not on_cpu:
+        torch.accelerator.synchronize()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    if not on_cpu:
+        torch.accelerator.synchronize()
+    return (time.perf_counter() - start) / repeats
 
 # %% right id=log_norms -- global seed, float() per step, .tolist() of the stack straight from the device
 def log_norms(n, size, device, on_device=True):

@@ -31,6 +31,20 @@ def try_gpu(i=0):
         return torch.device(f"cuda:{i}")
     return torch.device("cpu")
 
+# %% wrong id=try_gpu -- the lecture's pick_device renamed: asks torch.accelerator, not CUDA and MPS
+def try_gpu(i=0):
+    accelerator = torch.accelerator.current_accelerator(check_available=True)
+    if accelerator is not None and torch.accelerator.device_count() > i:
+        return torch.device(accelerator.type, i)
+    return torch.device("cpu")
+
+# %% wrong id=try_all_gpus -- the lecture's all_devices renamed: asks torch.accelerator, not CUDA and MPS
+def try_all_gpus():
+    accelerator = torch.accelerator.current_accelerator(check_available=True)
+    if accelerator is None:
+        return [torch.device("cpu")]
+    return [torch.device(accelerator.type, i) for i in range(torch.accelerator.device_count())]
+
 # %% wrong id=try_all_gpus -- returns an empty list when there is no CUDA GPU
 def try_all_gpus():
     return [torch.device(f"cuda:{i}") for i in range(torch.cuda.device_count())]
@@ -122,7 +136,7 @@ def timed(fn, device, repeats=10):
         total += time.perf_counter() - start
     return total / repeats
 
-# %% wrong id=timed -- synchronizes for every device that is not the CPU, MPS included
+# %% wrong id=timed -- calls torch.cuda.synchronize for an MPS device too, which fails on a Mac
 def timed(fn, device, repeats=10):
     if device.type != "cpu":
         torch.cuda.synchronize(device)
@@ -131,6 +145,26 @@ def timed(fn, device, repeats=10):
         fn()
     if device.type != "cpu":
         torch.cuda.synchronize(device)
+    return (time.perf_counter() - start) / repeats
+
+# %% wrong id=timed -- synchronizes CUDA only, so MPS work is still queued when the clock is read
+def timed(fn, device, repeats=10):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return (time.perf_counter() - start) / repeats
+
+# %% wrong id=timed -- calls torch.accelerator.synchronize() for every device, the CPU included
+def timed(fn, device, repeats=10):
+    torch.accelerator.synchronize()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    torch.accelerator.synchronize()
     return (time.perf_counter() - start) / repeats
 
 # %% wrong id=log_norms -- never seeds, so two calls differ
