@@ -29,12 +29,12 @@ import time
 from html.parser import HTMLParser
 from pathlib import Path
 
+import psutil
 import pytest
 import requests
 
 from conftest import ROOT
 from labserver import free_port
-from test_hub import alive, started_by
 
 A = "01_blocks"
 COURSE = "pytorch-building-blocks"
@@ -62,6 +62,28 @@ def expected_name(sub: str) -> str:
 
 
 # -- a class on an LTI hub (also used by test_lti_browser.py) ----------------------------------
+# (test_hub.py has the same two process helpers; it imports the browser test's settings,
+# which skip a module where chromium is missing, and this module needs no browser.)
+
+def started_by(server: subprocess.Popen) -> list[psutil.Process]:
+    """`make hub` and everything below it."""
+    try:
+        top = psutil.Process(server.pid)
+        return [top, *top.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def alive(processes: list[psutil.Process]) -> list[str]:
+    left = []
+    for process in processes:
+        try:
+            if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                left.append(f"{process.pid} {process.username()} {' '.join(process.cmdline())[:120]}")
+        except psutil.NoSuchProcess:
+            pass
+    return left
+
 
 def remove_accounts(names) -> None:
     for name in names:
