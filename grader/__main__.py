@@ -6,7 +6,11 @@ import os
 import sys
 from pathlib import Path
 
-from . import sandbox
+from . import course, export, grade, sandbox
+from .cluster import ClusterUnusable, parse_resources
+from .feedback import generate
+from .lms import main as lms_main
+from .report import report as make_report
 
 # nbgrader's own per-cell limit, for a course whose config leaves Execute.timeout unset.
 DEFAULT_TIMEOUT = 30
@@ -69,25 +73,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "export":
         return _export(args)
     if args.command == "lms":
-        from .lms import main as lms_main
-
         return lms_main(args)
     if args.command == "feedback":
-        from .feedback import generate
-
         for path in generate(args.assignment, db_url=args.db_url, root=args.root):
             print(path)
         return 0
-    from .report import report as make_report
-
     print(make_report(args.assignment, db_url=args.db_url, out=args.out, root=args.root))
     return 0
 
 
 def _grade(args) -> int:
-    from . import course, export, grade
-    from .cluster import ClusterUnusable
-
     if not args.submissions.is_dir():
         print(f"error: {args.submissions} is not a folder of submissions", file=sys.stderr)
         return 2
@@ -99,8 +94,6 @@ def _grade(args) -> int:
         return 2
     resources = None
     if args.resources:
-        from .cluster import parse_resources
-
         if not args.scheduler:
             print("error: --resources needs --scheduler (it names what a Dask worker offers)", file=sys.stderr)
             return 2
@@ -133,8 +126,6 @@ def _grade(args) -> int:
 
 
 def _export(args) -> int:
-    from . import course, export
-
     config = course.load_config(args.root)
     db_url = args.db_url or config.CourseDirectory.db_url
     out = args.out or course.course_root(config) / "grades" / "canvas.csv"

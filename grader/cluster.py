@@ -33,6 +33,9 @@ from pathlib import Path
 
 import nbformat
 
+from . import course, pipeline, settings
+from .sandbox import claim_uid
+
 RETRIES = 2
 
 _worker_state: dict = {}
@@ -56,8 +59,6 @@ def course_files(config, assignment: str) -> dict[str, bytes]:
 
 def _scratch_api(files: dict[str, bytes], assignment: str, options):
     """This worker's private course for `assignment`, made once per set of course files."""
-    from . import course, grade, pipeline
-    from .sandbox import claim_uid
 
     key = hashlib.sha256(b"".join(files[name] for name in sorted(files))).hexdigest()[:16]
     cached = _worker_state.get(("course", assignment))
@@ -70,7 +71,7 @@ def _scratch_api(files: dict[str, bytes], assignment: str, options):
     for name, data in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_bytes(data)
-    grade.quiet_nbgrader()
+    settings.quiet_nbgrader()
     config = course.load_config(root)
     config.CourseDirectory.root = str(root)
     config.CourseDirectory.db_url = f"sqlite:///{root / 'gradebook.db'}"
@@ -78,7 +79,7 @@ def _scratch_api(files: dict[str, bytes], assignment: str, options):
     pipeline.use_safe_autograde(config, trusted=not options.sandbox)
     # A sandbox uid no other grading process on this machine uses (a local grading run,
     # Formgrader, another worker), held while this worker lives.
-    grade.configure_execution(config, options, uid=claim_uid())
+    settings.configure_execution(config, options, uid=claim_uid())
     api = course.api(config)
     course.register(api, assignment)
     _worker_state[("course", assignment)] = (key, api)
@@ -87,8 +88,6 @@ def _scratch_api(files: dict[str, bytes], assignment: str, options):
 
 def grade_one(files: dict[str, bytes], assignment: str, grader_id: str, submission: bytes, options):
     """Run on a Dask worker: grade one submission; returns (ok, message, autograded notebook JSON or None)."""
-    from . import grade
-
     api = _scratch_api(files, assignment, options)
     root = Path(api.coursedir.root)
     folders = [root / api.coursedir.submitted_directory / grader_id, root / api.coursedir.autograded_directory / grader_id]
@@ -99,7 +98,7 @@ def grade_one(files: dict[str, bytes], assignment: str, grader_id: str, submissi
         result = api.autograde(assignment, grader_id, force=True, create=True)
         path = folders[1] / assignment / f"{assignment}.ipynb"
         text = path.read_text(encoding="utf-8") if path.exists() else None
-        return bool(result["success"]), grade.failure_cause(result, assignment, grader_id), text
+        return bool(result["success"]), settings.failure_cause(result, assignment, grader_id), text
     finally:
         for folder in folders:
             shutil.rmtree(folder, ignore_errors=True)

@@ -43,6 +43,7 @@ from traitlets import Bool, Float, Int, List, Unicode, default
 from . import sandbox as sandbox_tool
 from . import trusted
 from .sandbox import SandboxedKernelManager
+from .template import grader_kernel_name
 
 
 # A plain os.fork() in a cell copies the whole kernel, sockets included: the
@@ -135,8 +136,6 @@ class GuardedExecute(Execute):
     # Grading kernels only: the grader's own kernel spec (template.py), never the students' python3.
     @default("kernel_name")
     def _default_kernel_name(self):
-        from .template import grader_kernel_name
-
         return grader_kernel_name()
 
     @default("timeout_func")

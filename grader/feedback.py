@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from nbgrader.preprocessors import NbGraderPreprocessor
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbgrader.preprocessors import GetGrades, NbGraderPreprocessor
 
+from . import course, settings
 from .trusted import hidden_lines, scrub
 
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[^\n]*\n?", re.S | re.M)
@@ -45,12 +47,13 @@ class HideHiddenTests(NbGraderPreprocessor):
         return nb, resources
 
 
-def generate(assignment: str, db_url: str | None = None, root: Path | None = None) -> list[Path]:
-    from . import course
-    from .grade import Options, course_config
-    from .pipeline import feedback_steps
+def feedback_steps():
+    """nbgrader's feedback steps with hidden tests and their tracebacks removed first."""
+    return [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]
 
-    config = course_config(Options(assignment, Path("."), db_url=db_url, root=root))
+
+def generate(assignment: str, db_url: str | None = None, root: Path | None = None) -> list[Path]:
+    config = settings.course_config(settings.Options(assignment, Path("."), db_url=db_url, root=root))
     config.GenerateFeedback.preprocessors = feedback_steps()
     api = course.api(config)
     result = api.generate_feedback(assignment)

@@ -14,8 +14,9 @@ test cells) and its scoring. Around it, this module
 """
 from __future__ import annotations
 
+import logging
 import multiprocessing
-import os
+import multiprocessing.forkserver
 import shutil
 import sys
 import time
@@ -23,25 +24,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.coursedir import CourseDirectory
 
-from . import collect, course
-from .execute import FAILURE_MARK, FAILURES
-
-
-@dataclass
-class Options:
-    assignment: str
-    submissions: Path
-    jobs: int = os.cpu_count() or 1
-    cell_timeout: int = 60
-    notebook_timeout: int = 600
-    sandbox: bool = True
-    memory_mb: int = 2048
-    interrupt_grace: float = 5        # seconds a kernel has to stop after an interrupt
-    root: Path | None = None          # the course folder (its own nbgrader_config.py); None: the current folder
-    db_url: str | None = None         # gradebook; None: the course's
-    scheduler: str | None = None      # a Dask scheduler's address, or "local"; None: local worker processes
-    resources: dict[str, float] | None = None  # Dask worker resources each task needs, e.g. {"GPU": 1}
+from . import cluster, collect, course, pipeline, template
+from .sandbox import claim_uid
+from .settings import (  # noqa: F401 (re-exported: the grading run's options and set-up)
+    Options,
+    configure_execution,
+    course_config,
+    failure_cause,
+    quiet_nbgrader,
+)
 
 
 @dataclass
@@ -55,21 +49,6 @@ class Row:
     grader_id: str = ""
     items: dict[str, float] = field(default_factory=dict)
     needs_manual: float = 0.0
-
-
-def quiet_nbgrader() -> None:
-    """nbgrader 0.9.6 with SQLAlchemy 2.1 warns on every autograde that a SubmittedAssignment is
-    not in the session; the grade is stored all the same, so the warning is noise."""
-    import warnings
-
-    warnings.filterwarnings("ignore", message="Object of type <Submitted")
-
-
-def course_config(options: Options):
-    config = course.load_config(options.root)
-    if options.db_url:
-        config.CourseDirectory.db_url = options.db_url
-    return config
 
 
 # -- worker processes -------------------------------------------------------------
@@ -92,12 +71,8 @@ def _worker_context():
 def _start_early(options: Options, context) -> bool:
     """Begin starting the fork server and, where the workers' kernels would come from one, the
     template they will share, without waiting for either; returns whether a template was begun."""
-    from . import template
-
     if context.get_start_method() == "forkserver":
-        from multiprocessing import forkserver
-
-        forkserver.ensure_running()
+        multiprocessing.forkserver.ensure_running()
     if not template.kernels_would_fork(sandboxed=options.sandbox):
         return False
     try:
@@ -110,8 +85,6 @@ def _start_early(options: Options, context) -> bool:
 def _shared_template() -> str | None:
     """The folder of the template _start_early began, once it is ready (None: it did not start;
     each worker's provisioner then tries, and logs why it starts kernels normally)."""
-    from . import template
-
     shared = template.template()
     try:
         shared.ensure_started()
@@ -123,11 +96,6 @@ def _shared_template() -> str | None:
 def _start_worker(options: Options, shared_template: str | None = None) -> None:
     """Build one nbgrader API per worker; its kernels run as a sandbox user of its own."""
     global _worker_api
-    import logging
-
-    from . import pipeline, template
-    from .sandbox import claim_uid
-
     if shared_template:
         template.adopt(shared_template)
     quiet_nbgrader()
@@ -143,33 +111,9 @@ def _start_worker(options: Options, shared_template: str | None = None) -> None:
     logging.getLogger("traitlets").setLevel(logging.CRITICAL)
 
 
-def configure_execution(config, options: Options, uid: int) -> None:
-    """The grader's command-line limits, on top of the course's config; `uid` is this worker's sandbox user."""
-    config.GuardedExecute.timeout = options.cell_timeout
-    config.GuardedExecute.notebook_timeout = options.notebook_timeout
-    config.GuardedExecute.sandbox = options.sandbox
-    config.GuardedExecute.interrupt_grace = options.interrupt_grace
-    config.SandboxedKernelManager.uid = uid
-    config.SandboxedKernelManager.memory_mb = options.memory_mb
-
-
 NOT_GRADED = "not graded"
 # A run whose first submissions all fail the same way stops: the rest would fail alike.
 STOP_AFTER = 3
-
-
-def failure_cause(result: dict, assignment: str | None = None, grader_id: str | None = None) -> str:
-    """Why nbgrader could not grade a submission, in one line: the engine's own cause
-    (execute.GraderFailure) where it gave one, else nbgrader's last log line."""
-    if (assignment, grader_id) in FAILURES:
-        return FAILURES.pop((assignment, grader_id))
-    lines = f"{result.get('log') or ''}\n{result.get('error') or ''}".strip().splitlines()
-    for line in reversed(lines):
-        if FAILURE_MARK in line:
-            return line.split(FAILURE_MARK, 1)[1].strip()
-    errors = [line.strip() for line in lines if line.strip().startswith(("OSError", "RuntimeError", "sqlite3",
-                                                                         "sqlalchemy", "PermissionError"))]
-    return errors[-1] if errors else (lines[-1].strip() if lines else "nbgrader gave no reason")
 
 
 def _autograde(task: tuple[str, str]) -> tuple[str, bool, str]:
@@ -180,8 +124,6 @@ def _autograde(task: tuple[str, str]) -> tuple[str, bool, str]:
 
 def graded_metadata(config, assignment: str, grader_id: str) -> dict | None:
     """The reasons the engine recorded (pipeline.py) in the autograded notebook, or None if there is none."""
-    from nbgrader.coursedir import CourseDirectory
-
     coursedir = CourseDirectory(config=config)
     path = Path(coursedir.format_path(coursedir.autograded_directory, grader_id, assignment)) / f"{assignment}.ipynb"
     if not path.exists():
@@ -234,10 +176,6 @@ def run(options: Options) -> list[Row]:
     if not tasks:
         results = iter(())
     elif options.scheduler:
-        from . import cluster
-
-        from nbgrader.coursedir import CourseDirectory
-
         config = course_config(options)
         coursedir = CourseDirectory(config=config)
         submitted = [(gid, Path(coursedir.format_path(coursedir.submitted_directory, gid, a)) / f"{a}.ipynb")
@@ -275,8 +213,6 @@ def run(options: Options) -> list[Row]:
         for _, grader_id in tasks:
             outcome.setdefault(grader_id, (False, f"{cause} (not tried: the first {STOP_AFTER} failed the same way)"))
     # Nothing for a student to read where the grader failed (a stopped worker may leave a partial file).
-    from nbgrader.coursedir import CourseDirectory
-
     coursedir = CourseDirectory(config=course_config(options))
     for grader_id, (ok, _) in outcome.items():
         if not ok:
@@ -292,8 +228,6 @@ def autograded_tests(assignment) -> list[tuple[str, float]]:
 
 
 def rows(options: Options, submissions, outcome) -> list[Row]:
-    from nbgrader.api import Gradebook, MissingEntry
-
     config = course_config(options)
     result = []
     with Gradebook(config.CourseDirectory.db_url) as gradebook:

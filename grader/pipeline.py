@@ -32,9 +32,22 @@ import nbformat
 from nbconvert.exporters import NotebookExporter
 from nbconvert.exporters.exporter import ResourcesDict
 from nbgrader.coursedir import CourseDirectory
-from nbgrader.preprocessors import NbGraderPreprocessor
+from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbgrader.preprocessors import (
+    AssignLatePenalties,
+    CheckCellMetadata,
+    ClearOutput,
+    DeduplicateIds,
+    IgnorePattern,
+    LimitOutput,
+    NbGraderPreprocessor,
+    OverwriteCells,
+    OverwriteKernelspec,
+    SaveAutoGrades,
+)
 
-from . import collect, restore
+from . import collect, feedback, restore
+from .execute import GuardedExecute
 
 NOTES_CELL_ID = "grader-notes"
 
@@ -140,10 +153,6 @@ class FlagComments(NbGraderPreprocessor):
 
 def autograde_steps(execute):
     """nbgrader's autograde steps with its Execute replaced by `execute`."""
-    from nbconvert.preprocessors import ClearMetadataPreprocessor
-    from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput,
-                                        SaveAutoGrades)
-
     return [execute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
             AssignLatePenalties, CheckCellMetadata, FlagComments, GraderNotes]
 
@@ -156,24 +165,9 @@ def use_safe_autograde(c, *, trusted: bool = False) -> None:
     bubblewrap is missing (a warning on every notebook); by default autograde
     refuses, with install advice.
     """
-    from nbgrader.preprocessors import (CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteCells,
-                                        OverwriteKernelspec)
-
-    from .execute import GuardedExecute
-
     c.Autograde.exporter_class = SubmissionExporter
     c.Autograde.sanitize_preprocessors = [RestoreSubmission, ClearOutput, DeduplicateIds, OverwriteKernelspec,
                                           OverwriteCells, CheckCellMetadata]
     c.Autograde.autograde_preprocessors = autograde_steps(GuardedExecute)
     c.GuardedExecute.trusted_student_code = trusted
-    c.GenerateFeedback.preprocessors = feedback_steps()
-
-
-def feedback_steps():
-    """nbgrader's feedback steps with hidden tests and their tracebacks removed first (feedback.py)."""
-    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
-    from nbgrader.preprocessors import GetGrades
-
-    from .feedback import HideHiddenTests
-
-    return [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]
+    c.GenerateFeedback.preprocessors = feedback.feedback_steps()

@@ -4,11 +4,13 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+from . import course
+from .grade import Options, autograded_tests, course_config, graded_metadata
+
 
 def collect_scores(assignment: str, db_url: str | None = None, root: Path | None = None):
     from nbgrader.api import Gradebook
 
-    from .grade import Options, autograded_tests, course_config, graded_metadata
 
     config = course_config(Options(assignment, Path("."), db_url=db_url, root=root))
     with Gradebook(config.CourseDirectory.db_url) as gradebook:
@@ -34,8 +36,6 @@ def report(assignment: str, db_url: str | None = None, out: Path | None = None, 
 
     scores, items, passed, max_score, flagged = collect_scores(assignment, db_url, root)
     if out is None:
-        from . import course
-
         out = course.course_root(course.load_config(root)) / "grades" / f"{assignment}.png"
     out.parent.mkdir(parents=True, exist_ok=True)
     n = len(scores)

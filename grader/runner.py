@@ -1,40 +1,23 @@
 """The trusted test runner, executed inside every grading kernel before any student code.
 
-This file is never imported by the grader: `GuardedExecute` (execute.py) copies it
-into the kernel's scratch folder and the kernel's start-up line executes it
-(`exec_lines`), so it runs after torch is imported and before the first cell.
-It then deletes its file, listens once on `.grader-runner.sock` in the scratch
-folder, and serves the grader from a thread of its own:
+Never imported by the grader: `GuardedExecute` copies it into the kernel's scratch folder
+and the kernel's start-up line (`exec_lines`, trusted.BOOT_LINE) runs it after torch is
+imported. It deletes its file, listens once on `.grader-runner.sock`, and serves the
+grader from a thread of its own (signed replies: HMAC-SHA256 with a key the grader sends
+before the first cell, through `_hashlib`, which student code cannot patch):
 
-- `run`: compile and execute one test cell itself, in that thread, with its own
-  references to `compile`, `exec`, the builtins and the modules the release
-  imports; nothing of IPython (input and AST transformers, events, displayhook,
-  `run_cell`, `showtraceback`, the kernel's handlers, the history) is on that
-  path, and tracing set in the student's thread does not reach this one. It
-  answers pass/fail, the exception's type and (when the test itself raised it)
-  its message, what the test printed, and the tampering it saw.
-- `check`: compare every hook point the student could bend (IPython's
-  transformer lists, events, displayhook, shell and kernel methods, the kernel's
-  message handlers, the attributes of torch, numpy, math and builtins that tests
-  use, `sys.meta_path`, torch's global module hooks) with what it held at start;
+- `run`: compile and execute one test cell with its own references to `compile`, `exec`,
+  the builtins and the modules the release imports; nothing of IPython is on that path.
+  It answers pass/fail, the exception's type and (when the test raised it) its message,
+  what the test printed, and the tampering it saw.
+- `check`: compare every hook point the student could bend with what it held at start,
   name each change and put the original back.
 
-Replies are signed with a key the grader sends first, before any student code
-runs (HMAC-SHA256 through `_hashlib`, a C function the student cannot patch),
-so bytes the student writes into the socket are not replies. Everything here
-holds its own references to C-level callables (`_socket`, `_hashlib`, builtins
-saved at start), so patching a Python module does not reach it.
-
-A Python audit hook (PEP 578; it cannot be removed) refuses, and records for
-the next reply, what reading or bending the runner would need: any frame from
-which the runner's or a test's frame can be reached (`sys._getframe`,
-`tb_frame`, `gi_frame`, ...), the code of a test's functions, `gc`'s object
-walks, `sys._current_frames`, another audit hook (it would see the tests'
-source at `compile`), tracing of all threads, `sys.monitoring`, ctypes called
-from student code, and reading the process's memory through /proc.
-
-In-process Python is not a security boundary: this raises the bar far above
-one line from a forum, and the README says what it cannot promise.
+An audit hook (PEP 578; it cannot be removed) refuses, and records, what reading or
+bending the runner needs: frames from which its or a test's frame can be reached, a
+test's code, gc's heap walks, `sys._current_frames`, another audit hook, tracing of all
+threads, ctypes from student code, the process's memory through /proc.
+docs/grade-integrity.md says what this cannot promise.
 """
 
 

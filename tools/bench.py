@@ -32,6 +32,7 @@ from pathlib import Path
 
 import nbformat
 
+from grader.sandbox import FIRST_UID, SandboxedKernelManager
 from tools import cells, course
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,8 +107,6 @@ async def _start_once(sandboxed: bool, code: str | None) -> tuple[float, float |
     """Seconds until a kernel is ready with torch imported; then seconds to run `code` in it."""
     from jupyter_client.manager import AsyncKernelManager
     from traitlets.config import Config
-
-    from grader.sandbox import FIRST_UID, SandboxedKernelManager
 
     with tempfile.TemporaryDirectory() as scratch:
         config = Config()

@@ -29,8 +29,9 @@ import re
 import sys
 from pathlib import Path
 
-from tools import notebooks
-from tools.notebooks import Source, SourceError
+from tools import cells
+from tools import source as notebooks
+from tools.source import Source, SourceError
 
 ALLOWED_IMPORTS = {"torch", "numpy", "matplotlib"}
 ALLOWED_TAG = re.compile(r"(nbval-[a-z-]+|raises-exception)$")
@@ -164,8 +165,6 @@ def check_imports(exercise: Source) -> None:
 
 
 def check_wrong_answers(lesson: str, exercise: Source) -> None:
-    from tools import cells
-
     answers = [c.grade_id for c in exercise.cells if c.role == "answer"]
     fixtures = cells.read_wrong_answers(lesson)
     where = notebooks.display(cells.WRONG_ANSWERS / f"{lesson}.py")

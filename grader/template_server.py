@@ -1,0 +1,454 @@
+"""The template process itself (template.py is its client and provisioner): it imports
+torch and the kernel's libraries once, then for each request forks a keeper and a kernel,
+builds the kernel's sandbox by hand from `sandbox.layout` (namespaces, mounts, limits, the
+student's uid) and reports the kernel's exit. It never runs student code itself.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import logging
+import os
+import platform
+import resource
+import select
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+PRELOAD = ("torch", "numpy", "matplotlib", "ipykernel.kernelapp")
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+LAUNCHER = "ipykernel_launcher"
+log = logging.getLogger("grader.template")
+
+# -- Linux interfaces Python 3.11 does not wrap ----------------------------------------
+CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS = 0x00020000, 0x02000000, 0x04000000
+CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x08000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MOUNT_FLAGS = {"ro": MS_RDONLY, "nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC,
+               "noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21}
+MNT_DETACH = 2
+PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 4, 24, 38
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine())
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+DEVICE_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
+                "stderr": "/proc/self/fd/2", "ptmx": "pts/ptmx", "core": "/proc/kcore"}
+# Parts of /proc a kernel may read but never change (what bwrap makes read-only here).
+PROC_READ_ONLY = ("irq", "bus")
+RLIMITS = {"as": resource.RLIMIT_AS, "nproc": resource.RLIMIT_NPROC, "fsize": resource.RLIMIT_FSIZE,
+           "nofile": resource.RLIMIT_NOFILE, "core": resource.RLIMIT_CORE}
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    enc = lambda s: None if s is None else s.encode()  # noqa: E731
+    _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
+           f"mount {source} on {target}")
+
+
+def _unshare(flags: int) -> None:
+    _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
+
+
+def _prctl(option: int, value: int) -> None:
+    _check(_libc.prctl(ctypes.c_int(option), ctypes.c_ulong(value), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                       ctypes.c_ulong(0)), f"prctl {option}")
+
+
+# -- the sandbox, built by hand from sandbox.layout ----------------------------------------------
+def _mount_flags(target: str) -> dict[str, int]:
+    """Every mount at or below `target` with the flags it has now (bind remounts must keep them)."""
+    found = {}
+    # Read between the two pivots: the host's /proc is under /oldroot, paths relative to the new root.
+    with open("/oldroot/proc/self/mountinfo", encoding="utf-8") as handle:
+        for line in handle:
+            fields = line.split()
+            point = fields[4].replace("\\040", " ")
+            if point == target or point.startswith(target.rstrip("/") + "/"):
+                found[point] = sum(MOUNT_FLAGS.get(option, 0) for option in fields[5].split(","))
+    return found
+
+
+def _bind(source: str, target: str, read_only: bool) -> None:
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        open(target, "a").close()
+    _mount(source, target, None, MS_BIND | MS_REC)
+    extra = MS_NOSUID | MS_NODEV | (MS_RDONLY if read_only else 0)
+    for point, flags in _mount_flags(target).items():
+        _mount(None, point, None, MS_BIND | MS_REMOUNT | flags | extra)
+
+
+def _make_dev(target: str) -> None:
+    os.makedirs(target, exist_ok=True)
+    _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+    for name in DEVICES:
+        if os.path.exists(f"/oldroot/dev/{name}"):
+            open(f"{target}/{name}", "a").close()
+            _mount(f"/oldroot/dev/{name}", f"{target}/{name}", None, MS_BIND | MS_NOSUID)
+    for name, points_to in DEVICE_LINKS.items():
+        os.symlink(points_to, f"{target}/{name}")
+    for name in ("shm", "pts"):
+        os.mkdir(f"{target}/{name}", 0o755)
+    try:
+        _mount("devpts", f"{target}/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620")
+    except OSError:
+        pass  # no pseudo-terminals: nothing a notebook needs
+
+
+def _make_proc(target: str) -> None:
+    os.makedirs(target, exist_ok=True)
+    _mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    for name in PROC_READ_ONLY:
+        path = f"{target}/{name}"
+        if os.path.exists(path):
+            try:
+                _bind(path, path, read_only=True)
+            except OSError:
+                pass
+
+
+def _build_root(spec: dict, base: str) -> None:
+    """In fresh mount namespace, make `spec["layout"]` the whole filesystem (runs as pid 1, root)."""
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    _mount("tmpfs", base, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+    os.mkdir(f"{base}/newroot", 0o755)
+    _mount(f"{base}/newroot", f"{base}/newroot", None, MS_BIND | MS_REC)
+    os.mkdir(f"{base}/oldroot", 0o755)
+    if SYS_PIVOT_ROOT is None:
+        raise OSError(f"no pivot_root number known for {platform.machine()}")
+    _check(_libc.syscall(SYS_PIVOT_ROOT, base.encode(), f"{base}/oldroot".encode()), "pivot_root")
+    os.chdir("/")
+    for step in spec["layout"]:
+        kind = step[0]
+        new = "/newroot" + (step[2] if kind in ("symlink", "bind", "ro-bind") else step[1])
+        if kind == "dev":
+            _make_dev(new)
+        elif kind == "proc":
+            _make_proc(new)
+        elif kind == "tmpfs":
+            os.makedirs(new, exist_ok=True)
+            _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, f"mode={step[2]:04o}")
+        elif kind == "dir":
+            os.makedirs(new, exist_ok=True)
+            os.chmod(new, step[2])
+        elif kind == "symlink":
+            os.symlink(step[1], new)
+        elif kind in ("bind", "ro-bind"):
+            _bind("/oldroot" + step[1], new, read_only=kind == "ro-bind")
+        else:
+            raise ValueError(f"unknown sandbox step {step!r}")
+    _check(_libc.umount2(b"/oldroot", MNT_DETACH), "umount oldroot")
+    os.chdir("/newroot")
+    _check(_libc.syscall(SYS_PIVOT_ROOT, b".", b"."), "pivot_root")
+    _check(_libc.umount2(b".", MNT_DETACH), "umount old root")
+    os.chdir("/")
+
+
+def _loopback_up() -> None:
+    import fcntl
+    import struct
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        flags = struct.unpack("16sH", fcntl.ioctl(sock, SIOCGIFFLAGS, struct.pack("16sH", b"lo", 0)))[1]
+        fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH", b"lo", flags | IFF_UP))
+
+
+def _become_student(spec: dict) -> None:
+    """Limits, then no capabilities and no way back, then the job's own uid (as setpriv and prlimit do)."""
+    for name, value in spec["limits"].items():
+        resource.setrlimit(RLIMITS[name], (value, value))
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+    for cap in range(last + 1):
+        _prctl(PR_CAPBSET_DROP, cap)
+    uid = spec["uid"]
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    # A fresh process started as this user is dumpable (its /proc/self is its own);
+    # changing uid without exec clears the flag: set it as exec would.
+    _prctl(PR_SET_DUMPABLE, 1)
+
+
+# -- one kernel ------------------------------------------------------------------------------
+def _close_fds(keep: set[int]) -> None:
+    for fd in (int(n) for n in os.listdir("/proc/self/fd")):
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _reset_signals() -> None:
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _start_kernel(request: dict, ready: int) -> None:
+    """Turn this forked process into the kernel `request` describes (never returns)."""
+    code = 1
+    try:
+        os.umask(request["umask"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        time.tzset()
+        tempfile.tempdir = None
+        import random
+
+        random.seed()
+        if "numpy.random" in sys.modules:
+            sys.modules["numpy.random"].seed()
+        _reset_matplotlib(request["env"])
+        # As `python -m ipykernel_launcher` would have it: the launcher takes its
+        # own first sys.path entry away; the template's (its start folder) goes the same way.
+        sys.argv = [os.path.join(os.path.dirname(sys.modules["ipykernel"].__path__[0]), LAUNCHER + ".py"),
+                    *request["argv"][3:]]
+        del sys.path[0]
+        from ipykernel.kernelapp import IPKernelApp
+
+        # ipykernel reads JPY_PARENT_PID when it is imported (here: in the
+        # template); the parent to watch is the keeper, which lives as long as the client.
+        parent = os.getppid() if "JPY_PARENT_PID" in request["env"] else 0
+        os.write(ready, b"ready\n")
+        os.close(ready)
+        try:
+            IPKernelApp.launch_instance(parent_handle=parent)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        import atexit
+
+        atexit._run_exitfuncs()
+    except BaseException:
+        try:
+            os.write(ready, traceback.format_exc().encode())
+        except OSError:
+            pass
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        os._exit(code)
+
+
+def _reset_matplotlib(env: dict) -> None:
+    """What importing matplotlib in this kernel would have read from its environment."""
+    mpl = sys.modules.get("matplotlib")
+    if mpl is None:
+        return
+    for name in ("get_configdir", "get_cachedir"):
+        function = getattr(mpl, name)
+        cells = dict(zip(function.__code__.co_freevars, function.__closure__ or ()))
+        if "called" in cells:
+            cells["called"].cell_contents = False
+    mpl.rcParams["backend"] = env.get("MPLBACKEND") or INLINE_BACKEND
+
+
+def _sandboxed_init(request: dict, base: str, ready: int) -> None:
+    """pid 1 of the kernel's namespaces: build the sandbox, fork the kernel, reap, exit with its status."""
+    spec = request["sandbox"]
+    code = 70
+    try:
+        flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
+        _unshare(flags)
+        try:
+            _unshare(CLONE_NEWCGROUP)
+        except OSError:
+            pass
+        _build_root(spec, base)
+        socket.sethostname(spec["hostname"])
+        _loopback_up()
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+        request["env"]["PWD"] = spec["chdir"]  # as bwrap's --chdir sets it
+        kernel = os.fork()
+        if kernel == 0:
+            try:
+                os.setsid()
+                _become_student(spec)
+                os.chdir(spec["chdir"])
+            except BaseException:
+                os.write(ready, traceback.format_exc().encode())
+                os._exit(70)
+            _start_kernel(request, ready)
+        os.close(ready)
+        while True:
+            try:
+                pid, status = os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+            if pid == kernel:
+                # What bwrap reports: the status, or 128 + the signal that killed it.
+                code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+                break
+    except BaseException:
+        try:
+            os.write(ready, traceback.format_exc().encode())
+        except OSError:
+            pass
+    os._exit(code)
+
+
+def _plain_kernel(request: dict, ready: int) -> None:
+    try:
+        os.setsid()
+        if request.get("cwd"):
+            os.chdir(request["cwd"])
+    except BaseException:
+        os.write(ready, traceback.format_exc().encode())
+        os._exit(70)
+    _start_kernel(request, ready)
+
+
+def _send(conn: socket.socket, message: dict) -> None:
+    try:
+        conn.sendall(json.dumps(message).encode() + b"\n")
+    except OSError:
+        pass
+
+
+def _child_of(pid: int, proc_fd: int) -> int | None:
+    """The outer pid of `pid`'s first child (the kernel below its init), read from the host's /proc."""
+    try:
+        fd = os.open(f"{pid}/task/{pid}/children", os.O_RDONLY, dir_fd=proc_fd)
+        with os.fdopen(fd) as handle:
+            children = handle.read().split()
+        return int(children[0]) if children else None
+    except OSError:
+        return None
+
+
+def _keeper(conn: socket.socket, request: dict, fds: list[int], base: str) -> None:
+    """One kernel's keeper (forked by the template, never runs student code; never returns)."""
+    try:
+        _reset_signals()
+        os.setsid()
+        for target, fd in enumerate(fds[:3]):
+            os.dup2(fd, target)
+        for fd in fds:
+            if fd > 2:
+                os.close(fd)
+        sandbox = request.get("sandbox")
+        if sandbox:
+            _unshare(CLONE_NEWPID)
+        read_end, ready = os.pipe()
+        child = os.fork()
+        if child == 0:
+            conn.close()
+            os.close(read_end)
+            _close_fds({ready})
+            if sandbox:
+                _sandboxed_init(request, base, ready)
+            _plain_kernel(request, ready)
+        os.close(ready)
+        report = b""
+        while not report.startswith(b"ready\n"):
+            chunk = os.read(read_end, 65536)
+            if not chunk:
+                break
+            report += chunk
+        os.close(read_end)
+        kernel = child
+        if sandbox and report.startswith(b"ready\n"):
+            proc = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY)
+            deadline = time.monotonic() + 5
+            kernel = None
+            while kernel is None and time.monotonic() < deadline:
+                kernel = _child_of(child, proc)
+                kernel or time.sleep(0.005)
+            os.close(proc)
+        if not report.startswith(b"ready\n") or kernel is None:
+            os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
+            _send(conn, {"error": report.decode(errors="replace").strip() or "the kernel did not start"})
+            os._exit(0)
+        _send(conn, {"pid": kernel, "init": child})
+        pidfd = os.pidfd_open(child)
+        while True:
+            readable, _, _ = select.select([conn, pidfd], [], [])
+            if pidfd in readable:
+                _, status = os.waitpid(child, 0)
+                _send(conn, {"exit": os.waitstatus_to_exitcode(status)})
+                os._exit(0)
+            if conn in readable:
+                try:
+                    data = conn.recv(4096)
+                except OSError:
+                    data = b""
+                if not data:  # the client is gone: so is its kernel
+                    os.kill(child, signal.SIGKILL)
+    except BaseException:
+        _send(conn, {"error": traceback.format_exc()})
+    os._exit(0)
+
+
+# -- the template process -----------------------------------------------------------------------------
+def serve(folder: str) -> None:
+    """The template: import once, then fork a keeper and kernel per request on `folder`/socket."""
+    parent = os.getppid()
+    for name in PRELOAD:
+        __import__(name)
+    import matplotlib  # noqa: F401  (the font list, built once per template)
+    import matplotlib.font_manager  # noqa: F401
+
+    base = os.path.join(folder, "root")
+    os.makedirs(base, exist_ok=True)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # keepers are reaped by the kernel
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(os.path.join(folder, "socket"))
+    listener.listen(16)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    # Nobody reads these pipes from now on: a full pipe must never block the template.
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        os.dup2(quiet, fd)
+    os.close(quiet)
+    try:
+        while os.getppid() == parent:  # ends with its client
+            if not select.select([listener], [], [], 1.0)[0]:
+                continue
+            conn, _ = listener.accept()
+            try:
+                conn.settimeout(10)
+                message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 8)
+                while not message.endswith(b"\n"):
+                    more = conn.recv(1 << 20)
+                    if not more:
+                        break
+                    message += more
+                request = json.loads(message)
+                conn.settimeout(None)
+            except (OSError, ValueError) as exc:
+                _send(conn, {"error": f"bad request: {exc}"})
+                conn.close()
+                continue
+            if os.fork() == 0:
+                listener.close()
+                _keeper(conn, request, fds, base)
+            conn.close()
+            for fd in fds:
+                os.close(fd)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
