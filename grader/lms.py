@@ -41,6 +41,9 @@ from urllib.error import HTTPError, URLError
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from urllib.request import Request, urlopen
 
+from . import course
+from .grade import graded_metadata
+
 AGS = "https://purl.imsglobal.org/spec/lti-ags/scope/"
 SCOPE_LINEITEM, SCOPE_LINEITEM_READ = AGS + "lineitem", AGS + "lineitem.readonly"
 SCOPE_RESULT_READ, SCOPE_SCORE = AGS + "result.readonly", AGS + "score"
@@ -223,7 +226,7 @@ class Platform:
     def _retrying(self, method: str, url: str, headers: dict, body: bytes | None):
         """One request, tried again after 1, 2, 4, 8 x backoff seconds on connection errors,
         429 and 5xx (or after the LMS's Retry-After, up to a minute)."""
-        problem = ""
+        problem, wait = "", self.backoff
         for attempt in range(ATTEMPTS):
             if attempt:
                 time.sleep(wait)
@@ -287,8 +290,6 @@ def graded(gradebook, config, assignment: str, student: str) -> tuple[float, flo
     """(score, maximum, reason not to send); the reason is empty for a graded submission."""
     from nbgrader.api import MissingEntry
 
-    from .grade import graded_metadata
-
     try:
         submission = gradebook.find_submission(assignment, student)
     except MissingEntry:
@@ -350,8 +351,6 @@ def comment(tool: dict, course_id: str, assignment: str, entry: Entry) -> str:
 def push(assignment: str, root: Path | None = None, lti_dir: Path | None = None, db_url: str | None = None,
          dry_run: bool = False, force: bool = False, out=print) -> int:
     from nbgrader.api import Gradebook
-
-    from . import course
 
     config = course.load_config(root)
     folder = find_lti_dir(lti_dir, course.course_root(config))

@@ -1,18 +1,13 @@
-"""LTI 1.3 without a browser: the real `make hub` with an LTI configuration, signed in to
-from the project's own platform (tests/lti_platform.py, a separate process on 127.0.0.1
-with its own key), every step of the launch driven over HTTP.
+"""LTI 1.3 without a browser: the real `make hub` with an LTI configuration and the
+project's own platform (tests/lti_platform.py, its own process and key), driven over HTTP.
 
-- a good launch signs a student in under a stable name (`lti-<sub>`), with a Linux account
-  and the students' group; an instructor (and a teaching assistant) gets the Formgrader
-  group, and the hub's OAuth lets instructors, not students, into the Formgrader service;
-  the launch's AGS endpoint claim is kept where `lms push` reads it;
+- a good launch signs a student in under a stable name (`lti-<sub>`) with an account and
+  the students' group; instructors get Formgrader, students not; the AGS claim is kept;
 - bad launches (wrong signature, expired token, replayed nonce, unknown issuer or
-  deployment, missing or unknown roles) get the hub's error page with the reason, and
-  never a session, an account or a hub user;
-- `python -m grader lms push` sends each graded total from the gradebook to the
-  platform's line item (created on the first run), once: re-runs send nothing new,
-  --force sends again, a lost local record is made good from the platform's results,
-  LMS errors are retried, and a run that cannot finish lists who was and was not sent.
+  deployment, missing or unknown roles) get an error page, never a session or an account;
+- `python -m grader lms push` sends each graded total once (re-runs send nothing,
+  --force sends again, a lost record is rebuilt from the platform), retries LMS errors,
+  and a run that cannot finish lists who was and was not sent.
 """
 from __future__ import annotations
 
