@@ -45,7 +45,6 @@ from . import trusted
 from .sandbox import SandboxedKernelManager
 from .template import grader_kernel_name
 
-
 # A plain os.fork() in a cell copies the whole kernel, sockets included: the
 # copies would answer the grader's requests too and make grades random. Any copy
 # that finishes a cell exits before it can reply (multiprocessing children never

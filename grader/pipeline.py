@@ -31,8 +31,8 @@ from pathlib import Path
 import nbformat
 from nbconvert.exporters import NotebookExporter
 from nbconvert.exporters.exporter import ResourcesDict
-from nbgrader.coursedir import CourseDirectory
 from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import (
     AssignLatePenalties,
     CheckCellMetadata,

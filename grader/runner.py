@@ -25,9 +25,9 @@ def _install():
     import _socket
     import _thread
     import builtins
+    import ctypes
     import os
     import sys
-    import ctypes
     import time
     from _hashlib import hmac_digest
 

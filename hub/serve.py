@@ -31,7 +31,6 @@ passwords.csv; with LTI, lti/: the tool's key, tool.json and the launch store th
 from __future__ import annotations
 
 import csv
-import grp
 import json
 import os
 import pwd

@@ -11,9 +11,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import nbformat
-
 import cheats
+import nbformat
 import submissions
 
 A = "01_blocks"

@@ -1,8 +1,8 @@
 """End to end through nbgrader's own autograder: the standard submissions of
 each exercise (correct, blank, one item wrong) get exactly their scores."""
 import nbformat
-
 import submissions
+
 from conftest import ASSIGNMENTS
 from tools import course
 

@@ -8,9 +8,9 @@ so the test leaves the repository as it found it.
 """
 import os
 
+import labserver
 import pytest
 
-import labserver
 from conftest import ROOT
 
 CHROMIUM = "/usr/bin/chromium"

@@ -15,14 +15,14 @@ import os
 import time
 from pathlib import Path
 
-import nbformat
-import pytest
-
 import grader_cases
 import labserver
+import nbformat
+import pytest
 import submissions
-from grader import sandbox
+
 from conftest import ROOT
+from grader import sandbox
 from tools import course
 
 A = grader_cases.A

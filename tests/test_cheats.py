@@ -9,11 +9,11 @@ hub) run the same engine; their modules grade a cheat of their own.
 """
 from __future__ import annotations
 
-import pytest
-
 import cheats
-from grader import export, feedback, grade, report, trusted
+import pytest
 from submissions import ROOT, full_score, points
+
+from grader import export, feedback, grade, report, trusted
 from tools import course
 
 pytestmark = pytest.mark.integration

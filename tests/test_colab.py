@@ -18,8 +18,8 @@ import uuid
 
 import nbformat
 import pytest
-
 import submissions
+
 from conftest import ASSIGNMENTS, ROOT
 from tools import course, notebooks
 

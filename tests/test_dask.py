@@ -11,16 +11,16 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+import cheats
+import grader_cases
 import nbformat
 import psutil
 import pytest
-
-import cheats
-import grader_cases
 import submissions
+from labserver import free_port
+
 from grader import grade, sandbox
 from grader.cluster import ClusterUnusable
-from labserver import free_port
 from tools import course
 
 A = grader_cases.A

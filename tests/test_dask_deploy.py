@@ -4,10 +4,9 @@ between every node with a worker offering `--resources GPU=1`, as README's
 "Running a large class" describes, and `--scheduler local`."""
 import subprocess
 
+import grader_cases
 import nbformat
 import pytest
-
-import grader_cases
 import submissions
 from test_dask import _grade, dask_cluster
 

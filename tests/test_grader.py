@@ -9,10 +9,10 @@ import socket
 import subprocess
 import threading
 
+import grader_cases
 import nbformat
 import pytest
 
-import grader_cases
 from conftest import ROOT
 from grader import export, feedback, grade, report, sandbox
 from tools import course

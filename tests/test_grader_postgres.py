@@ -16,8 +16,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
 import submissions
+
 from grader import grade, sandbox
 from tools import course
 

@@ -3,15 +3,15 @@ uses it: the instructor releases 01_blocks; two students fetch it, answer (one
 correctly, one with hostile code) and submit; the instructor collects,
 autogrades (the course's safe engine), generates and releases feedback; the
 students fetch their feedback."""
+import grader_cases
 import nbformat
 import pytest
-
-import grader_cases
 import submissions
-from conftest import ROOT
-from grader import collect, grade, sandbox
 from grader_cases import nbgrader
 from test_grader import Listener, lingering, stray_kernels
+
+from conftest import ROOT
+from grader import collect, grade, sandbox
 from tools import course
 
 A = grader_cases.A

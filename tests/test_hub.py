@@ -29,12 +29,12 @@ from pathlib import Path
 
 import psutil
 import pytest
-
 import submissions
-from conftest import ROOT
 from labserver import free_port
 from test_browser import CHROMIUM, CHROMIUM_ARGS
 from test_grader_postgres import postgres_url  # noqa: F401 (a fixture: a throwaway PostgreSQL server)
+
+from conftest import ROOT
 
 A = "01_blocks"
 COURSE = "pytorch-building-blocks"

@@ -2,8 +2,9 @@
 the server is started exactly as README says and asked over HTTP."""
 import json
 
-from conftest import ASSIGNMENTS
 from labserver import get, lab  # noqa: F401 (lab is a fixture)
+
+from conftest import ASSIGNMENTS
 
 
 def test_lab_serves_the_repository(lab):

@@ -27,9 +27,9 @@ from pathlib import Path
 import psutil
 import pytest
 import requests
+from labserver import free_port
 
 from conftest import ROOT
-from labserver import free_port
 
 A = "01_blocks"
 COURSE = "pytorch-building-blocks"

@@ -16,12 +16,12 @@ import re
 import subprocess
 
 import pytest
-
 import submissions
-from conftest import ROOT
 from test_browser import CHROMIUM, CHROMIUM_ARGS
 from test_hub import assignments_panel, formgrader_action, lab_ready, menu, open_notebook, type_answers
 from test_lti import INSTRUCTOR, LEARNER, PY, expected_name, lti_class, person
+
+from conftest import ROOT
 
 A = "01_blocks"
 COURSE = "pytorch-building-blocks"

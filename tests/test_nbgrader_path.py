@@ -15,15 +15,15 @@ import os
 import random
 import shutil
 
+import grader_cases
 import nbformat
 import pytest
-
-import grader_cases
 import submissions
-from conftest import ROOT
-from grader import collect, execute, grade, sandbox
 from grader_cases import nbgrader
 from test_grader import CELL_TIMEOUT, Listener, lingering, stray_kernels
+
+from conftest import ROOT
+from grader import collect, execute, grade, sandbox
 from tools import course
 
 A = grader_cases.A

@@ -13,12 +13,12 @@ import os
 import subprocess
 import sys
 
+import grader_cases
 import nbformat
 import pytest
-
-import grader_cases
-from grader import export, feedback, grade, template
 from submissions import answered, points
+
+from grader import export, feedback, grade, template
 from tools import course
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]

@@ -13,15 +13,15 @@ import signal
 import subprocess
 import tempfile
 
+import grader_cases
 import nbformat
 import pytest
+import submissions
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.provisioning import KernelProvisionerFactory
 from traitlets.config import Config
 
-import grader_cases
 from conftest import ROOT
-import submissions
 from grader import grade, sandbox, template
 from grader.sandbox import SandboxedKernelManager
 from tools import course
