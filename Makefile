@@ -9,7 +9,7 @@ PORT ?= 8888
 HUB_PORT ?= 8000
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup system-packages lab hub test test-fast exercises notebooks check-env grade feedback report bench clean
+.PHONY: setup system-packages lab hub test test-fast lint exercises notebooks check-env grade feedback report bench clean
 
 setup: $(STAMP)
 
@@ -44,11 +44,17 @@ system-packages:
 # The whole check, exactly what CI runs (.ci/run calls this and nothing else).
 # The first pass hides any CUDA device so stored outputs are checked on the CPU;
 # where CUDA exists, nbval then checks the same stored outputs on the GPU.
-test: setup system-packages
+test: setup system-packages lint
 	CUDA_VISIBLE_DEVICES= $(PY) -m pytest
 	@if $(PY) -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then \
 		echo "nbval again, on CUDA"; $(PY) -m pytest -o testpaths="course solutions"; \
 	else echo "nbval on CUDA: not run, no CUDA device on this machine"; fi
+
+# Lint and types (settings in pyproject.toml): ruff's checks and format, then mypy.
+lint: setup
+	$(PY) -m ruff check
+	$(PY) -m ruff format --check
+	$(PY) -m mypy
 
 # The edit loop's tier (under a minute): rules, sources, wrong answers, units;
 # no kernels, browsers or servers. `make test` stays the whole check.

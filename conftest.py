@@ -1,4 +1,5 @@
 """Shared test setup, at the root so it also applies to the notebooks nbval collects."""
+
 import sys
 from pathlib import Path
 
@@ -7,12 +8,12 @@ import pytest
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from tools import cells, course, notebooks  # noqa: E402
+from tools import cells, course, notebooks, source  # noqa: E402
 
 ASSIGNMENTS = course.assignment_ids()
 
 # A whole, valid lesson 99 in jupytext form: tests break one rule at a time.
-DEMO_LECTURE = '''# ---
+DEMO_LECTURE = """# ---
 # jupyter:
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
@@ -36,8 +37,8 @@ x
 # ## Summary
 #
 # Next: the exercise, `exercises/99_demo/99_demo.ipynb`.
-'''
-DEMO_EXERCISE = '''# %% [markdown]
+"""
+DEMO_EXERCISE = """# %% [markdown]
 # # Exercise 99: Demo
 
 # %%
@@ -57,16 +58,16 @@ assert double(-3) == -6, "double(-3) should be -6."
 
 # %% manual [markdown] grade_id="why" points=1
 # Because.
-'''
-DEMO_WRONG = '''# %% wrong id=double -- adds instead of multiplying
+"""
+DEMO_WRONG = """# %% wrong id=double -- adds instead of multiplying
 def double(x):
     return x + 2
 
 # %% wrong id=double -- squares
 def double(x):
     return x * x
-'''
-DEMO_README = ("# Demo course\n\n" + notebooks.TABLE_START + "\n" + notebooks.TABLE_END + "\n")
+"""
+DEMO_README = "# Demo course\n\n" + notebooks.TABLE_START + "\n" + notebooks.TABLE_END + "\n"
 
 
 @pytest.fixture
@@ -82,6 +83,7 @@ def demo_lesson(tmp_path, monkeypatch):
     (wrong / "99_demo.py").write_text(DEMO_WRONG)
     (tmp_path / "README.md").write_text(DEMO_README)
     monkeypatch.setattr(notebooks, "ROOT", tmp_path)
+    monkeypatch.setattr(source, "ROOT", tmp_path)
     monkeypatch.setattr(cells, "ROOT", tmp_path)
     monkeypatch.setattr(cells, "WRONG_ANSWERS", wrong)
     return lesson

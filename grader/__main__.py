@@ -1,4 +1,5 @@
 """Command line: python -m grader {grade,feedback,report,export} ..."""
+
 from __future__ import annotations
 
 import argparse
@@ -21,17 +22,27 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     grade = sub.add_parser("grade", help="grade a folder of submissions")
     grade.add_argument("assignment")
-    grade.add_argument("--submissions", required=True, type=Path,
-                       help="folder with <student>.ipynb files or <student>/ folders")
+    grade.add_argument(
+        "--submissions", required=True, type=Path, help="folder with <student>.ipynb files or <student>/ folders"
+    )
     grade.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once")
-    grade.add_argument("--scheduler", default=None, metavar="ADDRESS|local",
-                       help="grade on the workers of a Dask scheduler (tcp://HOST:PORT), or on a new "
-                            "local Dask cluster of --jobs workers ('local')")
-    grade.add_argument("--resources", default=None, metavar="NAME=N[,NAME=N]",
-                       help="with --scheduler: what each task needs of a worker, e.g. GPU=1 runs each "
-                            "notebook on a worker started with `--resources GPU=1`, one per GPU")
-    grade.add_argument("--timeout", type=int, default=None,
-                       help="seconds one cell may run (default: the course's Execute.timeout)")
+    grade.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS|local",
+        help="grade on the workers of a Dask scheduler (tcp://HOST:PORT), or on a new "
+        "local Dask cluster of --jobs workers ('local')",
+    )
+    grade.add_argument(
+        "--resources",
+        default=None,
+        metavar="NAME=N[,NAME=N]",
+        help="with --scheduler: what each task needs of a worker, e.g. GPU=1 runs each "
+        "notebook on a worker started with `--resources GPU=1`, one per GPU",
+    )
+    grade.add_argument(
+        "--timeout", type=int, default=None, help="seconds one cell may run (default: the course's Execute.timeout)"
+    )
     grade.add_argument("--notebook-timeout", type=int, default=600, help="seconds a whole notebook may run")
     grade.add_argument("--memory", type=int, default=2048, help="memory limit per process, MiB")
     grade.add_argument("--out", type=Path, default=None, help="CSV file (default grades/ASSIGNMENT.csv)")
@@ -51,8 +62,12 @@ def main(argv: list[str] | None = None) -> int:
     export.add_argument("assignments", nargs="*", help="assignments to export (default: all in the gradebook)")
     export.add_argument("--format", choices=["canvas"], required=True)
     export.add_argument("--out", type=Path, default=None, help="CSV file (default grades/canvas.csv)")
-    export.add_argument("--roster", type=Path, default=None,
-                        help="CSV mapping student_id to name, canvas_id, sis_user_id, sis_login_id, section")
+    export.add_argument(
+        "--roster",
+        type=Path,
+        default=None,
+        help="CSV mapping student_id to name, canvas_id, sis_user_id, sis_login_id, section",
+    )
     export.add_argument("--db-url", default=None, help="gradebook URL (default: the course's)")
     export.add_argument("--root", type=Path, default=None, help=root_help)
     report.add_argument("--out", type=Path, default=None, help="PNG file (default grades/ASSIGNMENT.png)")
@@ -62,8 +77,12 @@ def main(argv: list[str] | None = None) -> int:
     push.add_argument("assignment")
     push.add_argument("--dry-run", action="store_true", help="list what would be sent; contact nobody")
     push.add_argument("--force", action="store_true", help="send again what the LMS already has")
-    push.add_argument("--lti", type=Path, default=None,
-                      help="the hub's LTI folder, HUB_STATE/hub/lti (default: found next to --root or in .hub)")
+    push.add_argument(
+        "--lti",
+        type=Path,
+        default=None,
+        help="the hub's LTI folder, HUB_STATE/hub/lti (default: found next to --root or in .hub)",
+    )
     push.add_argument("--db-url", default=None, help="gradebook URL (default: the course's)")
     push.add_argument("--root", type=Path, default=None, help=root_help)
     args = parser.parse_args(argv)
@@ -87,8 +106,11 @@ def _grade(args) -> int:
         print(f"error: {args.submissions} is not a folder of submissions", file=sys.stderr)
         return 2
     if args.no_sandbox:
-        print("WARNING: --no-sandbox: student code runs with YOUR rights, can read the solutions and "
-              "gradebook, and has network access. Use only for code you trust.", file=sys.stderr)
+        print(
+            "WARNING: --no-sandbox: student code runs with YOUR rights, can read the solutions and "
+            "gradebook, and has network access. Use only for code you trust.",
+            file=sys.stderr,
+        )
     elif not sandbox.available():
         print(f"error: {sandbox.INSTALL_HINT}", file=sys.stderr)
         return 2
@@ -105,10 +127,19 @@ def _grade(args) -> int:
     config = course.load_config(args.root)
     # An unset traitlets key reads as a LazyConfigValue: use nbgrader's own default then.
     timeout = args.timeout or int(config.Execute["timeout"] if "timeout" in config.Execute else DEFAULT_TIMEOUT)
-    options = grade.Options(args.assignment, args.submissions, jobs=args.jobs, cell_timeout=timeout,
-                            notebook_timeout=args.notebook_timeout, sandbox=not args.no_sandbox,
-                            memory_mb=args.memory, db_url=args.db_url, root=args.root,
-                            scheduler=args.scheduler, resources=resources)
+    options = grade.Options(
+        args.assignment,
+        args.submissions,
+        jobs=args.jobs,
+        cell_timeout=timeout,
+        notebook_timeout=args.notebook_timeout,
+        sandbox=not args.no_sandbox,
+        memory_mb=args.memory,
+        db_url=args.db_url,
+        root=args.root,
+        scheduler=args.scheduler,
+        resources=resources,
+    )
     try:
         rows = grade.run(options)
     except ClusterUnusable as error:
@@ -119,8 +150,7 @@ def _grade(args) -> int:
     print(f"{len(rows)} students: {grade.describe(rows)}; grades in {out}")
     summary = grade.not_graded_summary(rows)
     if summary:
-        print(f"error: {summary}. Their old scores, if any, stay; fix the cause and grade again.",
-              file=sys.stderr)
+        print(f"error: {summary}. Their old scores, if any, stay; fix the cause and grade again.", file=sys.stderr)
         return 1
     return 0
 

@@ -22,6 +22,7 @@ reason. `resources` (e.g. {"GPU": 1}) send each task only to workers started
 with `--resources GPU=1`. A tls:// scheduler is reached with the certificates
 of Dask's configuration (distributed.comm.tls.*).
 """
+
 from __future__ import annotations
 
 import atexit
@@ -49,11 +50,17 @@ def course_files(config, assignment: str) -> dict[str, bytes]:
     root = Path(coursedir.root)
     notebook = f"{assignment}.ipynb"
     # Named as the course's own config names its folders, which the worker reads again.
-    paths = {"nbgrader_config.py": root / "nbgrader_config.py",
-             f"{coursedir.source_directory}/{assignment}/{notebook}":
-                 Path(coursedir.format_path(coursedir.source_directory, ".", assignment)) / notebook,
-             f"{coursedir.release_directory}/{assignment}/{notebook}":
-                 Path(coursedir.format_path(coursedir.release_directory, ".", assignment)) / notebook}
+    paths = {
+        "nbgrader_config.py": root / "nbgrader_config.py",
+        f"{coursedir.source_directory}/{assignment}/{notebook}": Path(
+            coursedir.format_path(coursedir.source_directory, ".", assignment)
+        )
+        / notebook,
+        f"{coursedir.release_directory}/{assignment}/{notebook}": Path(
+            coursedir.format_path(coursedir.release_directory, ".", assignment)
+        )
+        / notebook,
+    }
     return {name: path.read_bytes() for name, path in paths.items()}
 
 
@@ -90,7 +97,10 @@ def grade_one(files: dict[str, bytes], assignment: str, grader_id: str, submissi
     """Run on a Dask worker: grade one submission; returns (ok, message, autograded notebook JSON or None)."""
     api = _scratch_api(files, assignment, options)
     root = Path(api.coursedir.root)
-    folders = [root / api.coursedir.submitted_directory / grader_id, root / api.coursedir.autograded_directory / grader_id]
+    folders = [
+        root / api.coursedir.submitted_directory / grader_id,
+        root / api.coursedir.autograded_directory / grader_id,
+    ]
     target = folders[0] / assignment
     target.mkdir(parents=True, exist_ok=True)
     (target / f"{assignment}.ipynb").write_bytes(submission)
@@ -118,8 +128,9 @@ def record(config, assignment: str, grader_id: str, text: str) -> None:
     with Gradebook(coursedir.db_url, coursedir.course_id) as gradebook:
         gradebook.update_or_create_student(grader_id)
         gradebook.update_or_create_submission(assignment, grader_id)
-    resources = {"nbgrader": {"assignment": assignment, "notebook": assignment, "student": grader_id,
-                              "db_url": coursedir.db_url}}
+    resources = {
+        "nbgrader": {"assignment": assignment, "notebook": assignment, "student": grader_id, "db_url": coursedir.db_url}
+    }
     SaveAutoGrades(config=config).preprocess(nb, resources)
 
 
@@ -150,9 +161,15 @@ def connect(address: str, jobs: int, resources: dict[str, float] | None = None):
         # One single-threaded worker process per job, reachable only from this machine,
         # without a dashboard. The scheduler's health/metrics server still listens: on a
         # free loopback port, not on 8787, which another cluster may hold.
-        cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, host="127.0.0.1",
-                               dashboard_address=None, resources=resources,
-                               scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
+        cluster = LocalCluster(
+            n_workers=jobs,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            resources=resources,
+            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+        )
         return Client(cluster), cluster
     try:
         return Client(address, timeout="30s"), None
@@ -166,9 +183,10 @@ def _check_workers(client, resources: dict[str, float] | None) -> None:
     if resources:
         offered = [w.get("resources", {}) for w in client.scheduler_info()["workers"].values()]
         if not any(all(r.get(k, 0) >= v for k, v in resources.items()) for r in offered):
-            raise ClusterUnusable(f"no worker of the scheduler offers {resources}: start them with "
-                                  "`dask worker ... --resources " + " ".join(f"{k}={v:g}" for k, v in resources.items())
-                                  + "`")
+            raise ClusterUnusable(
+                f"no worker of the scheduler offers {resources}: start them with "
+                "`dask worker ... --resources " + " ".join(f"{k}={v:g}" for k, v in resources.items()) + "`"
+            )
 
 
 def run_tasks(options, config, tasks: list[tuple[str, Path]]):
@@ -187,9 +205,18 @@ def run_tasks(options, config, tasks: list[tuple[str, Path]]):
             raise ClusterUnusable(f"the Dask scheduler at {options.scheduler} has no workers") from error
         futures = {}
         for grader_id, path in tasks:
-            future = client.submit(grade_one, files, options.assignment, grader_id, path.read_bytes(),
-                                   replace(options, scheduler=None), key=f"grade-{options.assignment}-{grader_id}-{run}",
-                                   retries=RETRIES, pure=False, resources=options.resources)
+            future = client.submit(
+                grade_one,
+                files,
+                options.assignment,
+                grader_id,
+                path.read_bytes(),
+                replace(options, scheduler=None),
+                key=f"grade-{options.assignment}-{grader_id}-{run}",
+                retries=RETRIES,
+                pure=False,
+                resources=options.resources,
+            )
             futures[future] = grader_id
         for future in as_completed(futures):
             grader_id = futures[future]

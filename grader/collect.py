@@ -6,6 +6,7 @@ anywhere inside (nbgrader's `<student>/<assignment>/<assignment>.ipynb` layout
 included). Every entry becomes a Submission, readable or not, so that every
 student gets a row in the grades.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,11 +20,11 @@ import nbformat
 
 @dataclass
 class Submission:
-    student: str                       # the name in the submissions folder
-    grader_id: str = ""                # the id used in nbgrader's folders and gradebook
-    source: Path | None = None         # the notebook that is graded
+    student: str  # the name in the submissions folder
+    grader_id: str = ""  # the id used in nbgrader's folders and gradebook
+    source: Path | None = None  # the notebook that is graded
     notebook: nbformat.NotebookNode | None = None
-    problem: str | None = None         # why there is nothing to grade (status "invalid")
+    problem: str | None = None  # why there is nothing to grade (status "invalid")
     notes: list[str] = field(default_factory=list)
 
 
@@ -68,8 +69,11 @@ def safe_id(name: str, taken: set[str]) -> str:
 def _candidates(entry: Path) -> list[Path]:
     if entry.is_file():
         return [entry]
-    return sorted(p for p in entry.rglob("*.ipynb")
-                  if p.is_file() and ".ipynb_checkpoints" not in p.parts and not p.name.startswith("."))
+    return sorted(
+        p
+        for p in entry.rglob("*.ipynb")
+        if p.is_file() and ".ipynb_checkpoints" not in p.parts and not p.name.startswith(".")
+    )
 
 
 def collect(directory: Path, assignment: str) -> list[Submission]:
@@ -93,8 +97,9 @@ def collect(directory: Path, assignment: str) -> list[Submission]:
             nb, problem, notes = read_notebook(path)
             readable.append((path, nb, problem, notes))
         # Prefer a readable notebook named after the assignment, then the newest.
-        readable.sort(key=lambda r: (r[1] is not None, r[0].name == f"{assignment}.ipynb",
-                                     r[0].stat().st_mtime), reverse=True)
+        readable.sort(
+            key=lambda r: (r[1] is not None, r[0].name == f"{assignment}.ipynb", r[0].stat().st_mtime), reverse=True
+        )
         path, nb, problem, notes = readable[0]
         submission.source, submission.notebook, submission.problem = path, nb, problem
         submission.notes += notes

@@ -9,6 +9,7 @@ outputs (gradebook, autograded/, grades/, feedback/) there.
 Each start of the nbgrader CLI costs seconds before any work, so the grader
 calls nbgrader's Python API instead.
 """
+
 from __future__ import annotations
 
 import logging
@@ -58,8 +59,9 @@ def api(config: Config):
 def generate(course_api, assignment: str) -> None:
     result = course_api.generate_assignment(assignment, force=True, create=True)
     if not result["success"]:
-        raise RuntimeError(f"generate_assignment {assignment} failed:\n{result.get('log', '')}"
-                           f"{result.get('error', '')}")
+        raise RuntimeError(
+            f"generate_assignment {assignment} failed:\n{result.get('log', '')}{result.get('error', '')}"
+        )
 
 
 def register(course_api, assignment: str) -> None:

@@ -25,6 +25,7 @@ reports the error, with install advice, for every submission) unless the
 course config says the code is trusted (`use_safe_autograde(c, trusted=True)`,
 which sets `c.GuardedExecute.trusted_student_code`).
 """
+
 from __future__ import annotations
 
 import os
@@ -50,9 +51,11 @@ from .template import grader_kernel_name
 # that finishes a cell exits before it can reply (multiprocessing children never
 # get back to the kernel loop, so they are unaffected). Written as one line with
 # default arguments so that nothing is left in the student's namespace.
-FORK_GUARD = ("get_ipython().events.register('post_run_cell', "
-              "lambda *_, _os=__import__('os'), _pid=__import__('os').getpid(): "
-              "_os.getpid() == _pid or _os._exit(0))")
+FORK_GUARD = (
+    "get_ipython().events.register('post_run_cell', "
+    "lambda *_, _os=__import__('os'), _pid=__import__('os').getpid(): "
+    "_os.getpid() == _pid or _os._exit(0))"
+)
 
 
 def _running(process) -> bool:
@@ -91,19 +94,31 @@ class GuardedExecute(Execute):
     interrupt_grace = Float(5, help="seconds a kernel has to stop after an interrupt").tag(config=True)
     max_output_bytes = Int(1_000_000, help="output kept per cell, in bytes").tag(config=True)
     sandbox = Bool(True, help="run kernels in the bubblewrap sandbox").tag(config=True)
-    trusted_student_code = Bool(False, help=(
-        "True: where bubblewrap is missing, run student code unsandboxed (with a warning) "
-        "instead of refusing to grade. Only for code you trust.")).tag(config=True)
-    start_retries = Int(2, help="extra attempts at starting a kernel that failed before any student "
-                                "code ran (a port race, a slow start on a loaded machine)").tag(config=True)
-    preload = List(Unicode(), ["torch"], help=(
-        "modules imported while the kernel starts, so that a cell's time limit measures the "
-        "student's code rather than the loading of big libraries")).tag(config=True)
+    trusted_student_code = Bool(
+        False,
+        help=(
+            "True: where bubblewrap is missing, run student code unsandboxed (with a warning) "
+            "instead of refusing to grade. Only for code you trust."
+        ),
+    ).tag(config=True)
+    start_retries = Int(
+        2,
+        help="extra attempts at starting a kernel that failed before any student "
+        "code ran (a port race, a slow start on a loaded machine)",
+    ).tag(config=True)
+    preload = List(
+        Unicode(),
+        ["torch"],
+        help=(
+            "modules imported while the kernel starts, so that a cell's time limit measures the "
+            "student's code rather than the loading of big libraries"
+        ),
+    ).tag(config=True)
 
     _deadline = None
     _current = None
     _death = None
-    _runner = None
+    _runner: trusted.RunnerChannel | None = None
     _scratch = ""
     _imports: dict = {}
 
@@ -228,18 +243,30 @@ class GuardedExecute(Execute):
         # A test cell: run by the runner, scored from its record only.
         hidden = trusted.HIDDEN_BEGIN in cell.source
         timeout = self._cell_timeout(cell)
-        message = {"op": "run", "source": trusted.python_source(cell.source), "imports": self._imports,
-                   "timeout": timeout}
+        message = {
+            "op": "run",
+            "source": trusted.python_source(cell.source),
+            "imports": self._imports,
+            "timeout": timeout,
+        }
         # The runner stops a test at `timeout`; one that will not stop costs its kernel after the grace.
-        reply = self._runner_request(cell_index, message, timeout=timeout + self.interrupt_grace,
-                                     late=f"a cell ran past {timeout} s and ignored the interrupt")
+        reply = self._runner_request(
+            cell_index,
+            message,
+            timeout=timeout + self.interrupt_grace,
+            late=f"a cell ran past {timeout} s and ignored the interrupt",
+        )
         if reply is not None and reply.get("timed_out"):
             self._problems.append(f"{self._name(cell_index)}: timed out after {timeout} s and was interrupted")
         if reply is not None and reply.get("truncated"):
             self._problems.append(f"{self._name(cell_index)}: output truncated")
         if reply is None:
-            reply = {"passed": False, "ename": "GraderFlag", "by_test": True,
-                     "message": "not run: the notebook broke the grader's channel to its tests"}
+            reply = {
+                "passed": False,
+                "ename": "GraderFlag",
+                "by_test": True,
+                "message": "not run: the notebook broke the grader's channel to its tests",
+            }
         self._flag(cell_index, reply.get("flags", []))
         cell.outputs = trusted.test_outputs(reply, hidden, trusted.hidden_lines(cell.source))
         self.code_cells_executed += 1
@@ -291,8 +318,10 @@ class GuardedExecute(Execute):
         if sandbox_tool.available():
             return True
         if self.trusted_student_code:
-            self.log.warning("STUDENT CODE RUNS UNSANDBOXED: bubblewrap is missing and the course config "
-                             "says student code is trusted (GuardedExecute.trusted_student_code).")
+            self.log.warning(
+                "STUDENT CODE RUNS UNSANDBOXED: bubblewrap is missing and the course config "
+                "says student code is trusted (GuardedExecute.trusted_student_code)."
+            )
             return False
         raise GraderFailure("refusing to run student code without a sandbox: " + sandbox_tool.TRUSTED_HINT)
 

@@ -1,4 +1,5 @@
 """Write the grades of a class as CSV: one row per student of the submissions folder."""
+
 from __future__ import annotations
 
 import csv
@@ -16,9 +17,19 @@ def write_csv(rows: list[Row], path: Path) -> None:
         writer = csv.writer(handle)
         writer.writerow(COLUMNS + items)
         for row in rows:
-            writer.writerow([row.student_id, _number(row.score), _number(row.max_score), row.status,
-                             row.detail, row.flags, _number(row.needs_manual), row.grader_id]
-                            + [_number(row.items.get(name, 0.0)) for name in items])
+            writer.writerow(
+                [
+                    row.student_id,
+                    _number(row.score),
+                    _number(row.max_score),
+                    row.status,
+                    row.detail,
+                    row.flags,
+                    _number(row.needs_manual),
+                    row.grader_id,
+                ]
+                + [_number(row.items.get(name, 0.0)) for name in items]
+            )
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
@@ -50,8 +61,9 @@ def read_roster(path: Path | None) -> dict[str, dict[str, str]]:
         return {row["student_id"].strip(): {k: (v or "").strip() for k, v in row.items() if k} for row in reader}
 
 
-def canvas_rows(db_url: str, assignments: list[str] | None = None,
-                roster: dict[str, dict[str, str]] | None = None) -> list[list[str]]:
+def canvas_rows(
+    db_url: str, assignments: list[str] | None = None, roster: dict[str, dict[str, str]] | None = None
+) -> list[list[str]]:
     """The rows of a Canvas gradebook import: header, Points Possible, one row per student."""
     from nbgrader.api import Gradebook, MissingEntry
 
@@ -76,14 +88,22 @@ def canvas_rows(db_url: str, assignments: list[str] | None = None,
                 except MissingEntry:
                     scores.append("")  # not handed in: Canvas keeps what it has
             # Without a roster entry the nbgrader id is the login (as on a hub with LMS accounts).
-            rows.append([lms.get("name") or full_name or student_id, lms.get("canvas_id", ""),
-                         lms.get("sis_user_id", ""), lms.get("sis_login_id") or (student_id if not lms else ""),
-                         lms.get("section", "")] + scores)
+            rows.append(
+                [
+                    lms.get("name") or full_name or student_id,
+                    lms.get("canvas_id", ""),
+                    lms.get("sis_user_id", ""),
+                    lms.get("sis_login_id") or (student_id if not lms else ""),
+                    lms.get("section", ""),
+                ]
+                + scores
+            )
         return rows
 
 
-def write_canvas_csv(db_url: str, path: Path, assignments: list[str] | None = None,
-                     roster_path: Path | None = None) -> int:
+def write_canvas_csv(
+    db_url: str, path: Path, assignments: list[str] | None = None, roster_path: Path | None = None
+) -> int:
     rows = canvas_rows(db_url, assignments, read_roster(roster_path))
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as handle:

@@ -6,6 +6,7 @@ hidden assert would also show in its traceback. Before rendering, test cells
 lose their hidden region and their error outputs keep only the error's name and
 message (our tests' messages explain the failure in one sentence).
 """
+
 from __future__ import annotations
 
 import re
@@ -36,8 +37,7 @@ class HideHiddenTests(NbGraderPreprocessor):
     hidden-test line it quotes (whatever a notebook managed to print)."""
 
     def preprocess(self, nb, resources):
-        secret = [line for cell in nb.cells if cell.cell_type == "code"
-                  for line in hidden_lines(cell.source)]
+        secret = [line for cell in nb.cells if cell.cell_type == "code" for line in hidden_lines(cell.source)]
         for cell in nb.cells:
             meta = cell.metadata.get("nbgrader", {})
             if cell.cell_type == "code" and meta.get("grade"):

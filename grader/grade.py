@@ -12,6 +12,7 @@ test cells) and its scoring. Around it, this module
 - runs `jobs` long-lived worker processes, each calling nbgrader's Python API,
   so the CLI's start-up is paid once per worker, not once per student.
 """
+
 from __future__ import annotations
 
 import logging
@@ -20,6 +21,7 @@ import multiprocessing.forkserver
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,11 +43,11 @@ from .settings import (  # noqa: F401 (re-exported: the grading run's options an
 @dataclass
 class Row:
     student_id: str
-    score: float | None = 0.0          # None: not graded (the grader failed; no score is given)
+    score: float | None = 0.0  # None: not graded (the grader failed; no score is given)
     max_score: float = 0.0
     status: str = "graded"
     detail: str = ""
-    flags: str = ""                   # tampering the trusted runner saw, with the cell; empty when clean
+    flags: str = ""  # tampering the trusted runner saw, with the cell; empty when clean
     grader_id: str = ""
     items: dict[str, float] = field(default_factory=dict)
     needs_manual: float = 0.0
@@ -173,13 +175,15 @@ def run(options: Options) -> list[Row]:
     _progress(0, len(to_grade), started)
     tasks = [(options.assignment, s.grader_id) for s in to_grade]
     jobs = max(1, min(options.jobs, len(to_grade)))
+    results: Iterator[tuple[str, bool, str]]
     if not tasks:
         results = iter(())
     elif options.scheduler:
         config = course_config(options)
         coursedir = CourseDirectory(config=config)
-        submitted = [(gid, Path(coursedir.format_path(coursedir.submitted_directory, gid, a)) / f"{a}.ipynb")
-                     for a, gid in tasks]
+        submitted = [
+            (gid, Path(coursedir.format_path(coursedir.submitted_directory, gid, a)) / f"{a}.ipynb") for a, gid in tasks
+        ]
         results = cluster.run_tasks(options, config, submitted)
     elif jobs == 1:
         # One job needs no worker process: grade here, without a second start-up.
@@ -195,8 +199,11 @@ def run(options: Options) -> list[Row]:
             outcome[grader_id] = (ok, message)
             _progress(n, len(to_grade), started)
             causes = {m for done, m in outcome.values() if not done}
-            if len(outcome) == STOP_AFTER < len(tasks) and len(causes) == 1 and \
-                    not any(done for done, _ in outcome.values()):
+            if (
+                len(outcome) == STOP_AFTER < len(tasks)
+                and len(causes) == 1
+                and not any(done for done, _ in outcome.values())
+            ):
                 stopped = True
                 break
     finally:
@@ -216,15 +223,20 @@ def run(options: Options) -> list[Row]:
     coursedir = CourseDirectory(config=course_config(options))
     for grader_id, (ok, _) in outcome.items():
         if not ok:
-            shutil.rmtree(coursedir.format_path(coursedir.autograded_directory, grader_id, options.assignment),
-                          ignore_errors=True)
+            shutil.rmtree(
+                coursedir.format_path(coursedir.autograded_directory, grader_id, options.assignment), ignore_errors=True
+            )
     return rows(options, submissions, outcome)
 
 
 def autograded_tests(assignment) -> list[tuple[str, float]]:
     """(grade id, points) of each autograded test cell of a gradebook assignment."""
-    return [(cell.name, cell.max_score) for nb in assignment.notebooks for cell in nb.grade_cells
-            if cell.cell_type == "code"]
+    return [
+        (cell.name, cell.max_score)
+        for nb in assignment.notebooks
+        for cell in nb.grade_cells
+        if cell.cell_type == "code"
+    ]
 
 
 def rows(options: Options, submissions, outcome) -> list[Row]:
@@ -237,8 +249,9 @@ def rows(options: Options, submissions, outcome) -> list[Row]:
         for submission in submissions:
             row = Row(submission.student, max_score=max_auto, grader_id=submission.grader_id)
             details = list(submission.notes)
-            engine = None if submission.source is None else graded_metadata(config, options.assignment,
-                                                                             submission.grader_id)
+            engine = (
+                None if submission.source is None else graded_metadata(config, options.assignment, submission.grader_id)
+            )
             if submission.source is None:
                 row.status = "invalid"
                 details.insert(0, submission.problem)
@@ -258,8 +271,7 @@ def rows(options: Options, submissions, outcome) -> list[Row]:
                     details.insert(0, message if not ok else "nbgrader kept no grades for it")
                 else:
                     for name, _ in tests:
-                        grade = gradebook.find_grade(name, options.assignment, options.assignment,
-                                                     submission.grader_id)
+                        grade = gradebook.find_grade(name, options.assignment, options.assignment, submission.grader_id)
                         row.items[name] = grade.score
                     row.score = sum(row.items.values())
                     row.needs_manual = graded.max_written_score
@@ -276,7 +288,7 @@ def rows(options: Options, submissions, outcome) -> list[Row]:
 
 
 def not_graded_summary(rows_: list[Row]) -> str | None:
-    """"3 of 40 not graded: kernel did not start (...)", or None when every submission was graded."""
+    """ "3 of 40 not graded: kernel did not start (...)", or None when every submission was graded."""
     failed = [row for row in rows_ if row.status == NOT_GRADED]
     if not failed:
         return None
@@ -289,7 +301,7 @@ def not_graded_summary(rows_: list[Row]) -> str | None:
 
 
 def describe(rows_: list[Row]) -> str:
-    counts = {}
+    counts: dict[str, int] = {}
     for row in rows_:
         counts[row.status] = counts.get(row.status, 0) + 1
     return ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))

@@ -21,6 +21,7 @@ Reasons travel in the notebook's metadata, `metadata.grader`:
 `{"invalid": reason or None, "problems": [...]}`; grade.py reads them back
 for its CSV rows, so both paths give the same row.
 """
+
 from __future__ import annotations
 
 import copy
@@ -81,7 +82,11 @@ class SubmissionExporter(NotebookExporter):
             resources["metadata"] = ResourcesDict()
         # What nbconvert's own from_filename records (the run's working folder included).
         folder, basename = os.path.split(filename)
-        resources["metadata"].update(name=os.path.splitext(basename)[0], path=folder, modified_date=datetime.datetime.fromtimestamp(os.path.getmtime(filename)).strftime("%B %d, %Y"))
+        resources["metadata"].update(
+            name=os.path.splitext(basename)[0],
+            path=folder,
+            modified_date=datetime.datetime.fromtimestamp(os.path.getmtime(filename)).strftime("%B %d, %Y"),
+        )
         nb, problem, notes = collect.read_notebook(Path(filename))
         info = resources.get("nbgrader", {})
         if nb is None:
@@ -114,12 +119,16 @@ class GraderNotes(NbGraderPreprocessor):
         nb.cells = [c for c in nb.cells if c.get("id") != NOTES_CELL_ID]
         lines = []
         if meta["invalid"]:
-            lines.append(f"- This submission could not be read ({meta['invalid']}); it was graded as the "
-                         "blank exercise, 0 points. Hand in the notebook file itself (.ipynb).")
+            lines.append(
+                f"- This submission could not be read ({meta['invalid']}); it was graded as the "
+                "blank exercise, 0 points. Hand in the notebook file itself (.ipynb)."
+            )
         lines += [f"- {problem}" for problem in meta["problems"] if not problem.startswith("unreadable submission")]
         if meta["flags"]:
-            lines.append("- **Flagged for the instructor**: the notebook tried to change how it is graded. "
-                         "Tests ran on the grader's own path, so only the answers earned points. What was seen:")
+            lines.append(
+                "- **Flagged for the instructor**: the notebook tried to change how it is graded. "
+                "Tests ran on the grader's own path, so only the answers earned points. What was seen:"
+            )
             lines += [f"  - {flag}" for flag in meta["flags"]]
         if lines:
             cell = nbformat.v4.new_markdown_cell("**Notes from the grader**\n\n" + "\n".join(lines), id=NOTES_CELL_ID)
@@ -153,8 +162,17 @@ class FlagComments(NbGraderPreprocessor):
 
 def autograde_steps(execute):
     """nbgrader's autograde steps with its Execute replaced by `execute`."""
-    return [execute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
-            AssignLatePenalties, CheckCellMetadata, FlagComments, GraderNotes]
+    return [
+        execute,
+        IgnorePattern,
+        ClearMetadataPreprocessor,
+        LimitOutput,
+        SaveAutoGrades,
+        AssignLatePenalties,
+        CheckCellMetadata,
+        FlagComments,
+        GraderNotes,
+    ]
 
 
 def use_safe_autograde(c, *, trusted: bool = False) -> None:
@@ -166,8 +184,14 @@ def use_safe_autograde(c, *, trusted: bool = False) -> None:
     refuses, with install advice.
     """
     c.Autograde.exporter_class = SubmissionExporter
-    c.Autograde.sanitize_preprocessors = [RestoreSubmission, ClearOutput, DeduplicateIds, OverwriteKernelspec,
-                                          OverwriteCells, CheckCellMetadata]
+    c.Autograde.sanitize_preprocessors = [
+        RestoreSubmission,
+        ClearOutput,
+        DeduplicateIds,
+        OverwriteKernelspec,
+        OverwriteCells,
+        CheckCellMetadata,
+    ]
     c.Autograde.autograde_preprocessors = autograde_steps(GuardedExecute)
     c.GuardedExecute.trusted_student_code = trusted
     c.GenerateFeedback.preprocessors = feedback.feedback_steps()

@@ -1,4 +1,5 @@
 """A picture and a few lines about how a class did on an assignment."""
+
 from __future__ import annotations
 
 import statistics
@@ -10,7 +11,6 @@ from .grade import Options, autograded_tests, course_config, graded_metadata
 
 def collect_scores(assignment: str, db_url: str | None = None, root: Path | None = None):
     from nbgrader.api import Gradebook
-
 
     config = course_config(Options(assignment, Path("."), db_url=db_url, root=root))
     with Gradebook(config.CourseDirectory.db_url) as gradebook:
@@ -41,9 +41,11 @@ def report(assignment: str, db_url: str | None = None, out: Path | None = None, 
     n = len(scores)
     lines = [f"{assignment}: {n} graded submissions, autograded points out of {max_score:g}"]
     if n:
-        lines.append(f"score mean {statistics.mean(scores):.1f}, median {statistics.median(scores):g}, "
-                     f"min {min(scores):g}, max {max(scores):g}; full marks: "
-                     f"{sum(s >= max_score for s in scores)}")
+        lines.append(
+            f"score mean {statistics.mean(scores):.1f}, median {statistics.median(scores):g}, "
+            f"min {min(scores):g}, max {max(scores):g}; full marks: "
+            f"{sum(s >= max_score for s in scores)}"
+        )
     for name, points in items:
         rate = passed[name] / n if n else 0.0
         lines.append(f"  {name:<28} {points:g} pts  passed by {passed[name]}/{n} ({rate:.0%})")

@@ -16,6 +16,7 @@ added stay after the cell they followed, and a deleted answer comes back blank.
 Every change is reported, compared with the released exercise (not with the
 instructor's source, so untouched test cells with hidden tests are not flagged).
 """
+
 from __future__ import annotations
 
 import copy
@@ -27,13 +28,15 @@ def _meta(cell) -> dict:
     return cell.get("metadata", {}).get("nbgrader", {}) or {}
 
 
-def restore(submitted: nbformat.NotebookNode, released: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, list[str]]:
+def restore(
+    submitted: nbformat.NotebookNode, released: nbformat.NotebookNode
+) -> tuple[nbformat.NotebookNode, list[str]]:
     notes: list[str] = []
     rel = released.cells
     rel_ids = [_meta(c).get("grade_id") for c in rel]
     index_of = {gid: i for i, gid in enumerate(rel_ids)}
     cells = submitted.cells
-    match: dict[int, int] = {}          # released index -> submitted index
+    match: dict[int, int] = {}  # released index -> submitted index
     used: set[int] = set()
 
     # 1. surviving metadata
@@ -48,7 +51,8 @@ def restore(submitted: nbformat.NotebookNode, released: nbformat.NotebookNode) -
             continue
         for j, candidate in enumerate(cells):
             if j not in used and candidate.source.strip() == cell.source.strip() and candidate.source.strip():
-                match[i], _ = j, used.add(j)
+                match[i] = j
+                used.add(j)
                 break
     # 3. changed answers between found neighbours
     for i, cell in enumerate(rel):

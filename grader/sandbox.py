@@ -13,6 +13,7 @@ unprivileged uid inside the sandbox. A kernel in a private network namespace
 cannot be reached over TCP, so kernels talk to the grader over unix sockets
 (jupyter's "ipc" transport) in a folder bound into the sandbox.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -29,13 +30,17 @@ from traitlets import Bool, Int, Unicode
 
 # What to do without bubblewrap, the same words on every path; each path then
 # names its own way to grade without isolation.
-INSTALL_ADVICE = ("bubblewrap (bwrap) is needed to isolate student code: install it with "
-                  "`sudo apt-get install bubblewrap` (Debian/Ubuntu) or `sudo dnf install bubblewrap` "
-                  "(Fedora)")
+INSTALL_ADVICE = (
+    "bubblewrap (bwrap) is needed to isolate student code: install it with "
+    "`sudo apt-get install bubblewrap` (Debian/Ubuntu) or `sudo dnf install bubblewrap` "
+    "(Fedora)"
+)
 INSTALL_HINT = INSTALL_ADVICE + ", or pass --no-sandbox to grade without isolation."
 # nbgrader autograde and Formgrader read the course's nbgrader_config.py.
-TRUSTED_HINT = (INSTALL_ADVICE + ". Only if every submission is trusted code, let it run unsandboxed: "
-                "use_safe_autograde(c, trusted=True) in nbgrader_config.py.")
+TRUSTED_HINT = (
+    INSTALL_ADVICE + ". Only if every submission is trusted code, let it run unsandboxed: "
+    "use_safe_autograde(c, trusted=True) in nbgrader_config.py."
+)
 SYSTEM_FOLDERS = ("/usr", "/etc", "/opt/conda")
 FIRST_UID = 64000
 HOSTNAME = "grader"
@@ -51,14 +56,12 @@ PASSED_THROUGH_PREFIXES = ("LC_",)
 
 def clean_environment(scratch: str) -> dict[str, str]:
     """The whole environment of a student's kernel: an allowlist, never the instructor's variables."""
-    env = {k: v for k, v in os.environ.items()
-           if k in PASSED_THROUGH or k.startswith(PASSED_THROUGH_PREFIXES)}
+    env = {k: v for k, v in os.environ.items() if k in PASSED_THROUGH or k.startswith(PASSED_THROUGH_PREFIXES)}
     env.setdefault("PATH", os.defpath)
     bin_dir = os.path.dirname(sys.executable)  # the kernel's interpreter and its tools
     if bin_dir not in env["PATH"].split(os.pathsep):
         env["PATH"] = bin_dir + os.pathsep + env["PATH"]
-    env.update(HOME=scratch, TMPDIR="/tmp", MPLCONFIGDIR=os.path.join(scratch, ".matplotlib"),
-               PYTHONNOUSERSITE="1")
+    env.update(HOME=scratch, TMPDIR="/tmp", MPLCONFIGDIR=os.path.join(scratch, ".matplotlib"), PYTHONNOUSERSITE="1")
     return env
 
 
@@ -144,8 +147,11 @@ def layout(scratch: str, sockets: str) -> list[tuple]:
     # An environment reached through a symlink (course/.venv -> elsewhere) is started by
     # that path: the same symlink, inside the sandbox, leads to the bound real folder.
     links = sorted({link for p in (sys.prefix, sys.base_prefix, sys.executable) for link in _symlinks(p)})
-    mounts += [("symlink", os.path.realpath(link), link) for link in links
-               if not any(link == e or link.startswith(e + "/") for e in environments)]
+    mounts += [
+        ("symlink", os.path.realpath(link), link)
+        for link in links
+        if not any(link == e or link.startswith(e + "/") for e in environments)
+    ]
     # Folders bwrap would create on its own are private (0700) to root: make
     # each one on the way explicitly, except /tmp (a 1777 tmpfs) and folders
     # inside the read-only system binds, which exist already.
@@ -162,16 +168,40 @@ def layout(scratch: str, sockets: str) -> list[tuple]:
 
 def limits(*, memory_mb: int, max_processes: int, file_mb: int) -> dict[str, int]:
     """Each process's resource limits (soft and hard), by resource name as prlimit and setrlimit know them."""
-    return {"as": memory_mb * 1024 * 1024, "nproc": max_processes, "fsize": file_mb * 1024 * 1024,
-            "nofile": 256, "core": 0}
+    return {
+        "as": memory_mb * 1024 * 1024,
+        "nproc": max_processes,
+        "fsize": file_mb * 1024 * 1024,
+        "nofile": 256,
+        "core": 0,
+    }
 
 
-def command(inner: list[str], scratch: str, sockets: str, *, memory_mb: int, max_processes: int,
-            file_mb: int, uid: int | None, steps: list[tuple] | None = None) -> list[str]:
+def command(
+    inner: list[str],
+    scratch: str,
+    sockets: str,
+    *,
+    memory_mb: int,
+    max_processes: int,
+    file_mb: int,
+    uid: int | None,
+    steps: list[tuple] | None = None,
+) -> list[str]:
     """The bwrap command line that runs `inner` in a sandbox around `scratch`
     (`steps`: its layout(scratch, sockets), where the caller has it already)."""
-    args = ["bwrap", "--die-with-parent", "--clearenv", "--unshare-net", "--unshare-pid", "--unshare-ipc",
-            "--unshare-uts", "--unshare-cgroup-try", "--hostname", HOSTNAME]
+    args = [
+        "bwrap",
+        "--die-with-parent",
+        "--clearenv",
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--hostname",
+        HOSTNAME,
+    ]
     for step in steps if steps is not None else layout(scratch, sockets):
         kind = step[0]
         if kind in ("dev", "proc"):
@@ -188,9 +218,22 @@ def command(inner: list[str], scratch: str, sockets: str, *, memory_mb: int, max
     if uid is not None:
         # Root keeps only the two capabilities needed to become the sandbox user,
         # and setpriv drops those before the kernel starts.
-        args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--",
-                 shutil.which("setpriv") or "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-                 "--inh-caps=-all", "--bounding-set=-all", "--"]
+        args += [
+            "--cap-drop",
+            "ALL",
+            "--cap-add",
+            "CAP_SETUID",
+            "--cap-add",
+            "CAP_SETGID",
+            "--",
+            shutil.which("setpriv") or "setpriv",
+            f"--reuid={uid}",
+            f"--regid={uid}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--",
+        ]
     else:
         args += ["--unshare-user", "--cap-drop", "ALL", "--"]
     return args + prlimit + inner
@@ -237,12 +280,23 @@ class SandboxedKernelManager(AsyncKernelManager):
             os.chmod(self._sockets, 0o711)
             os.chmod(scratch, 0o711)
         steps = layout(scratch, self._sockets)
-        self.sandbox_spec = {"layout": steps, "chdir": scratch, "uid": uid,
-                             "hostname": HOSTNAME, "limits": limits(memory_mb=self.memory_mb,
-                                                                    max_processes=self.max_processes,
-                                                                    file_mb=self.file_mb)}
-        return command(cmd, scratch, self._sockets, memory_mb=self.memory_mb,
-                       max_processes=self.max_processes, file_mb=self.file_mb, uid=uid, steps=steps)
+        self.sandbox_spec = {
+            "layout": steps,
+            "chdir": scratch,
+            "uid": uid,
+            "hostname": HOSTNAME,
+            "limits": limits(memory_mb=self.memory_mb, max_processes=self.max_processes, file_mb=self.file_mb),
+        }
+        return command(
+            cmd,
+            scratch,
+            self._sockets,
+            memory_mb=self.memory_mb,
+            max_processes=self.max_processes,
+            file_mb=self.file_mb,
+            uid=uid,
+            steps=steps,
+        )
 
     async def _async_start_kernel(self, **kw):
         # What a student's kernel prints outside cells is not the grader's output.
@@ -269,8 +323,9 @@ class SandboxedKernelManager(AsyncKernelManager):
             return None
         try:
             top = psutil.Process(process.pid)
-            return next(p for p in [top, *top.children(recursive=True)]
-                        if os.path.basename(p.cmdline()[0]).startswith("python"))
+            return next(
+                p for p in [top, *top.children(recursive=True)] if os.path.basename(p.cmdline()[0]).startswith("python")
+            )
         except (psutil.Error, StopIteration, IndexError):
             return None
 

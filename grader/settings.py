@@ -2,6 +2,7 @@
 same way, a local worker or a Dask worker: the course's config with the run's gradebook,
 quiet nbgrader, the command line's limits, and why nbgrader could not grade a submission.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,10 +23,10 @@ class Options:
     notebook_timeout: int = 600
     sandbox: bool = True
     memory_mb: int = 2048
-    interrupt_grace: float = 5        # seconds a kernel has to stop after an interrupt
-    root: Path | None = None          # the course folder (its own nbgrader_config.py); None: the current folder
-    db_url: str | None = None         # gradebook; None: the course's
-    scheduler: str | None = None      # a Dask scheduler's address, or "local"; None: local worker processes
+    interrupt_grace: float = 5  # seconds a kernel has to stop after an interrupt
+    root: Path | None = None  # the course folder (its own nbgrader_config.py); None: the current folder
+    db_url: str | None = None  # gradebook; None: the course's
+    scheduler: str | None = None  # a Dask scheduler's address, or "local"; None: local worker processes
     resources: dict[str, float] | None = None  # Dask worker resources each task needs, e.g. {"GPU": 1}
 
 
@@ -61,6 +62,9 @@ def failure_cause(result: dict, assignment: str | None = None, grader_id: str | 
     for line in reversed(lines):
         if FAILURE_MARK in line:
             return line.split(FAILURE_MARK, 1)[1].strip()
-    errors = [line.strip() for line in lines if line.strip().startswith(("OSError", "RuntimeError", "sqlite3",
-                                                                         "sqlalchemy", "PermissionError"))]
+    errors = [
+        line.strip()
+        for line in lines
+        if line.strip().startswith(("OSError", "RuntimeError", "sqlite3", "sqlalchemy", "PermissionError"))
+    ]
     return errors[-1] if errors else (lines[-1].strip() if lines else "nbgrader gave no reason")

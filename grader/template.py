@@ -47,6 +47,7 @@ interpreter's hash seed and the already-imported modules (reseeded: `random`,
 numpy's global generator; reset: matplotlib's config and cache folders,
 `tempfile`'s folder, the time zone). `/proc/self/cmdline` names the template.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -76,6 +77,7 @@ PROVISIONER_NAME = "course-kernel-template"
 SWITCH = "GRADER_KERNEL_TEMPLATE"
 # Its own logger: the notes must show even where a client quiets traitlets' (the grader does).
 log = logging.getLogger("grader.template")
+
 
 # -- the client side ------------------------------------------------------------------------------------
 class ForkedKernel:
@@ -188,8 +190,15 @@ class Template:
         env = clean_environment(self.folder)
         env.update(MPLBACKEND=INLINE_BACKEND, MPLCONFIGDIR=os.path.join(self.folder, "matplotlib"))
         package_root = str(Path(__file__).resolve().parent.parent)
-        self.process = subprocess.Popen(self.command(self.folder), cwd=package_root, env=env, stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        self.process = subprocess.Popen(
+            self.command(self.folder),
+            cwd=package_root,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         self.starts += 1
         self.ready = False
         if self.starts > 1:
@@ -320,8 +329,11 @@ class TemplateProvisioner(LocalProvisioner):
     def _why_not(self, argv: list[str], sandbox: dict | None) -> str | None:
         if not self.use_template or not enabled_by_environment():
             return f"switched off ({SWITCH} or TemplateProvisioner.use_template)"
-        if len(argv) < 3 or argv[1:3] != ["-m", LAUNCHER] or \
-                os.path.realpath(shutil.which(argv[0]) or argv[0]) != os.path.realpath(sys.executable):
+        if (
+            len(argv) < 3
+            or argv[1:3] != ["-m", LAUNCHER]
+            or os.path.realpath(shutil.which(argv[0]) or argv[0]) != os.path.realpath(sys.executable)
+        ):
             return f"the kernel command is not this Python's ipykernel: {' '.join(argv[:3])}"
         if sandbox is not None and (not can_sandbox() or sandbox.get("uid") is None):
             return "a sandboxed kernel needs the grader to run as root on x86_64 or aarch64 Linux"
@@ -349,10 +361,18 @@ class TemplateProvisioner(LocalProvisioner):
             env["JPY_PARENT_PID"] = str(os.getpid())  # as jupyter_client's launcher sets it
         umask = os.umask(0o022)
         os.umask(umask)
-        request = {"argv": argv, "env": env, "cwd": str(kwargs.get("cwd") or os.getcwd()), "umask": umask,
-                   "sandbox": sandbox}
-        streams = [_fd(kwargs.get("stdin", subprocess.DEVNULL), 0), _fd(kwargs.get("stdout"), 1),
-                   _fd(kwargs.get("stderr"), 2)]
+        request = {
+            "argv": argv,
+            "env": env,
+            "cwd": str(kwargs.get("cwd") or os.getcwd()),
+            "umask": umask,
+            "sandbox": sandbox,
+        }
+        streams = [
+            _fd(kwargs.get("stdin", subprocess.DEVNULL), 0),
+            _fd(kwargs.get("stdout"), 1),
+            _fd(kwargs.get("stderr"), 2),
+        ]
         shared = template()
         shared.start_timeout = self.start_timeout
         try:
@@ -362,7 +382,7 @@ class TemplateProvisioner(LocalProvisioner):
             for fd, opened in streams:
                 if opened:
                     os.close(fd)
-        self.process = process
+        self.process = process  # type: ignore[assignment]  # a ForkedKernel: Popen's interface
         self.pid = process.pid
         self.pgid = None if sandbox else process.pid
         self.cwd = request["cwd"]

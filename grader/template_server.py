@@ -3,6 +3,7 @@ torch and the kernel's libraries once, then for each request forks a keeper and 
 builds the kernel's sandbox by hand from `sandbox.layout` (namespaces, mounts, limits, the
 student's uid) and reports the kernel's exit. It never runs student code itself.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -31,19 +32,37 @@ CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS = 0x00020000, 0x02000000, 0x04000000
 CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x08000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-MOUNT_FLAGS = {"ro": MS_RDONLY, "nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC,
-               "noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21}
+MOUNT_FLAGS = {
+    "ro": MS_RDONLY,
+    "nosuid": MS_NOSUID,
+    "nodev": MS_NODEV,
+    "noexec": MS_NOEXEC,
+    "noatime": 1024,
+    "nodiratime": 2048,
+    "relatime": 1 << 21,
+}
 MNT_DETACH = 2
 PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 4, 24, 38
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine())
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
-DEVICE_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
-                "stderr": "/proc/self/fd/2", "ptmx": "pts/ptmx", "core": "/proc/kcore"}
+DEVICE_LINKS = {
+    "fd": "/proc/self/fd",
+    "stdin": "/proc/self/fd/0",
+    "stdout": "/proc/self/fd/1",
+    "stderr": "/proc/self/fd/2",
+    "ptmx": "pts/ptmx",
+    "core": "/proc/kcore",
+}
 # Parts of /proc a kernel may read but never change (what bwrap makes read-only here).
 PROC_READ_ONLY = ("irq", "bus")
-RLIMITS = {"as": resource.RLIMIT_AS, "nproc": resource.RLIMIT_NPROC, "fsize": resource.RLIMIT_FSIZE,
-           "nofile": resource.RLIMIT_NOFILE, "core": resource.RLIMIT_CORE}
+RLIMITS = {
+    "as": resource.RLIMIT_AS,
+    "nproc": resource.RLIMIT_NPROC,
+    "fsize": resource.RLIMIT_FSIZE,
+    "nofile": resource.RLIMIT_NOFILE,
+    "core": resource.RLIMIT_CORE,
+}
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -56,8 +75,10 @@ def _check(result: int, what: str) -> None:
 
 def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
     enc = lambda s: None if s is None else s.encode()  # noqa: E731
-    _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
-           f"mount {source} on {target}")
+    _check(
+        _libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
+        f"mount {source} on {target}",
+    )
 
 
 def _unshare(flags: int) -> None:
@@ -65,8 +86,12 @@ def _unshare(flags: int) -> None:
 
 
 def _prctl(option: int, value: int) -> None:
-    _check(_libc.prctl(ctypes.c_int(option), ctypes.c_ulong(value), ctypes.c_ulong(0), ctypes.c_ulong(0),
-                       ctypes.c_ulong(0)), f"prctl {option}")
+    _check(
+        _libc.prctl(
+            ctypes.c_int(option), ctypes.c_ulong(value), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)
+        ),
+        f"prctl {option}",
+    )
 
 
 # -- the sandbox, built by hand from sandbox.layout ----------------------------------------------
@@ -220,8 +245,10 @@ def _start_kernel(request: dict, ready: int) -> None:
         _reset_matplotlib(request["env"])
         # As `python -m ipykernel_launcher` would have it: the launcher takes its
         # own first sys.path entry away; the template's (its start folder) goes the same way.
-        sys.argv = [os.path.join(os.path.dirname(sys.modules["ipykernel"].__path__[0]), LAUNCHER + ".py"),
-                    *request["argv"][3:]]
+        sys.argv = [
+            os.path.join(os.path.dirname(sys.modules["ipykernel"].__path__[0]), LAUNCHER + ".py"),
+            *request["argv"][3:],
+        ]
         del sys.path[0]
         from ipykernel.kernelapp import IPKernelApp
 
@@ -376,7 +403,8 @@ def _keeper(conn: socket.socket, request: dict, fds: list[int], base: str) -> No
             kernel = None
             while kernel is None and time.monotonic() < deadline:
                 kernel = _child_of(child, proc)
-                kernel or time.sleep(0.005)
+                if kernel is None:
+                    time.sleep(0.005)
             os.close(proc)
         if not report.startswith(b"ready\n") or kernel is None:
             os.kill(child, signal.SIGKILL)
@@ -386,12 +414,12 @@ def _keeper(conn: socket.socket, request: dict, fds: list[int], base: str) -> No
         _send(conn, {"pid": kernel, "init": child})
         pidfd = os.pidfd_open(child)
         while True:
-            readable, _, _ = select.select([conn, pidfd], [], [])
+            readable, _, _ = select.select([conn.fileno(), pidfd], [], [])
             if pidfd in readable:
                 _, status = os.waitpid(child, 0)
                 _send(conn, {"exit": os.waitstatus_to_exitcode(status)})
                 os._exit(0)
-            if conn in readable:
+            if conn.fileno() in readable:
                 try:
                     data = conn.recv(4096)
                 except OSError:

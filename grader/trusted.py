@@ -14,6 +14,7 @@ This module also turns a runner's reply into the cell outputs nbgrader scores
 code printed while a hidden test ran, and warnings shown as text, never on
 stderr (nbgrader scores any stderr output as a failure).
 """
+
 from __future__ import annotations
 
 import ast
@@ -33,8 +34,10 @@ RUNNER_FILE = ".grader-runner.py"
 RUNNER_SOCKET = ".grader-runner.sock"
 # Executed by the kernel at start (IPKernelApp.exec_lines), before any student code,
 # with a private copy of the builtins so that patching builtins later cannot reach it.
-BOOT_LINE = (f"exec(compile(open({RUNNER_FILE!r}).read(), '<grader-runner>', 'exec'), "
-             "{'__name__': 'grader_runner', '__builtins__': dict(vars(__import__('builtins')))})")
+BOOT_LINE = (
+    f"exec(compile(open({RUNNER_FILE!r}).read(), '<grader-runner>', 'exec'), "
+    "{'__name__': 'grader_runner', '__builtins__': dict(vars(__import__('builtins')))})"
+)
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 # A hidden-test line this long is the course's secret wherever it shows up.
 SECRET_LINE_LENGTH = 25
@@ -199,15 +202,21 @@ def test_outputs(reply: dict, hidden: bool, secret_lines: list[str]) -> list[Not
     if not hidden and reply.get("stdout"):
         outputs.append(NotebookNode(output_type="stream", name="stdout", text=reply["stdout"]))
     if reply.get("stderr"):
-        text = ("Warnings or errors printed while the hidden tests ran (not scored; hidden).\n" if hidden else
-                "Printed to stderr while this test ran (warnings are shown, never scored):\n" + reply["stderr"])
+        text = (
+            "Warnings or errors printed while the hidden tests ran (not scored; hidden).\n"
+            if hidden
+            else "Printed to stderr while this test ran (warnings are shown, never scored):\n" + reply["stderr"]
+        )
         outputs.append(NotebookNode(output_type="stream", name="stdout", text=text))
     if reply.get("passed"):
         return outputs
     ename = reply.get("ename") or "TestFailed"
     if reply.get("tampered_during"):
-        ename, message = "GraderFlag", "this test's result was discarded: the notebook changed the grader's " \
-                                       "hook points while it ran (see the grader's notes)"
+        ename, message = (
+            "GraderFlag",
+            "this test's result was discarded: the notebook changed the grader's "
+            "hook points while it ran (see the grader's notes)",
+        )
     elif hidden and not reply.get("by_test"):
         message = f"your code raised {ename} while a hidden test of this item called it"
     else:

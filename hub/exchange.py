@@ -10,6 +10,7 @@ The inbound folder is set-group-id and belongs to the grader's group
 another student can neither read nor change it even knowing its name; the
 inbound folder's sticky bit keeps others from renaming or deleting it.
 """
+
 from __future__ import annotations
 
 import os

@@ -27,6 +27,7 @@ creates the accounts and folders named in the class file read here).
   service allow framing by its own pages (hub/config/grader), which JupyterLab
   needs to show Formgrader, without letting one user's pages frame another's.
 """
+
 import json
 import os
 import sys
@@ -93,21 +94,25 @@ if not lti:  # with LTI the authenticator sets each user's group at every launch
         instructors_group: {"users": course["instructors"]},
         f"nbgrader-{course_id}": {"users": course["students"]},
     }
-c.JupyterHub.load_roles = [{
-    "name": "course-instructor",
-    "description": f"grade {course_id} in its Formgrader service",
-    "groups": [instructors_group],
-    "scopes": [f"access:services!service={course_id}"],
-}]
-c.JupyterHub.services = [{
-    "name": course_id,
-    "url": f"http://127.0.0.1:{course['service_port']}",
-    "user": course["grader"],
-    "cwd": course["course"],
-    "command": [os.path.join(venv_bin, "jupyterhub-singleuser"), f"--ServerApp.root_dir={course['course']}"],
-    "environment": {
-        "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",
-        "JUPYTER_CONFIG_PATH": os.path.join(hub, "config", "grader"),
-    },
-    "oauth_no_confirm": True,
-}]
+c.JupyterHub.load_roles = [
+    {
+        "name": "course-instructor",
+        "description": f"grade {course_id} in its Formgrader service",
+        "groups": [instructors_group],
+        "scopes": [f"access:services!service={course_id}"],
+    }
+]
+c.JupyterHub.services = [
+    {
+        "name": course_id,
+        "url": f"http://127.0.0.1:{course['service_port']}",
+        "user": course["grader"],
+        "cwd": course["course"],
+        "command": [os.path.join(venv_bin, "jupyterhub-singleuser"), f"--ServerApp.root_dir={course['course']}"],
+        "environment": {
+            "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",
+            "JUPYTER_CONFIG_PATH": os.path.join(hub, "config", "grader"),
+        },
+        "oauth_no_confirm": True,
+    }
+]

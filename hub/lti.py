@@ -23,6 +23,7 @@ module adds what the package leaves out and a class on a hub needs:
 - the tool's public key at /hub/lti13/jwks (the LMS checks `lms push`'s tokens with it), and
   a Canvas JSON configuration at /hub/lti13/config.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -49,9 +50,14 @@ from grader import lms
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 LIS = "http://purl.imsglobal.org/vocab/lis/v2/"
 # Context roles (LTI 1.3 section A.2.2) and their sub-roles, plus the LMS's administrators.
-INSTRUCTOR_ROLES = (LIS + "membership#Instructor", LIS + "membership#Administrator",
-                    LIS + "membership#ContentDeveloper", LIS + "membership/Instructor#",
-                    LIS + "institution/person#Administrator", LIS + "system/person#Administrator")
+INSTRUCTOR_ROLES = (
+    LIS + "membership#Instructor",
+    LIS + "membership#Administrator",
+    LIS + "membership#ContentDeveloper",
+    LIS + "membership/Instructor#",
+    LIS + "institution/person#Administrator",
+    LIS + "system/person#Administrator",
+)
 LEARNER_ROLES = (LIS + "membership#Learner", LIS + "membership/Learner#")
 REFUSED = "LTI launch refused"
 NUMERIC = re.compile(r"^[0-9]{1,27}$")
@@ -59,8 +65,12 @@ LEEWAY = 30  # seconds of clock difference allowed between the LMS and the hub
 
 
 def refuse(message: str, status: int = 400) -> HTTPError:
-    return HTTPError(status, message + " Open the course page in your LMS and launch the hub from there again; "
-                     "if this keeps happening, tell your instructor.", reason=REFUSED)
+    return HTTPError(
+        status,
+        message + " Open the course page in your LMS and launch the hub from there again; "
+        "if this keeps happening, tell your instructor.",
+        reason=REFUSED,
+    )
 
 
 def hub_name(sub: str) -> str:
@@ -89,8 +99,10 @@ class LoginInitHandler(LTI13LoginInitHandler):
         if not args.get("iss"):
             raise refuse("This hub signs people in only through their LMS: there is no login form.")
         if args.get("iss") != auth.issuer:
-            raise refuse(f"The launch comes from an unknown platform (issuer {args.get('iss')!r}); this hub "
-                         f"accepts launches from {auth.issuer} only.")
+            raise refuse(
+                f"The launch comes from an unknown platform (issuer {args.get('iss')!r}); this hub "
+                f"accepts launches from {auth.issuer} only."
+            )
         if args.get("client_id") and args["client_id"] not in auth.client_id:
             raise refuse(f"The launch names another tool (client id {args['client_id']!r}).", 401)
         if args.get("lti_deployment_id") and args["lti_deployment_id"] not in auth.deployment_ids:
@@ -104,7 +116,9 @@ class LoginInitHandler(LTI13LoginInitHandler):
     def _set_oauth_cookie(self, key: str, value):
         # The LMS posts the id_token from its own site: over HTTPS the state and nonce
         # cookies must be SameSite=None to come along with that cross-site POST.
-        extra = {"samesite": "None", "secure": True} if self.authenticator.get_uri_scheme(self.request) == "https" else {}
+        extra = (
+            {"samesite": "None", "secure": True} if self.authenticator.get_uri_scheme(self.request) == "https" else {}
+        )
         self._set_cookie(key, value, expires_days=1, httponly=True, encrypted=True, **extra)
 
 
@@ -127,28 +141,37 @@ class CallbackHandler(LTI13CallbackHandler):
         try:
             self.check_state()
         except HTTPError:
-            raise refuse("The launch's state does not match the one this browser started with (was the "
-                         "launch started in another browser, or are cookies blocked for this site?).") from None
+            raise refuse(
+                "The launch's state does not match the one this browser started with (was the "
+                "launch started in another browser, or are cookies blocked for this site?)."
+            ) from None
         token = args["id_token"]
         try:
             peek = jwt.decode(token, options={"verify_signature": False})
         except jwt.PyJWTError:
             raise refuse("The id_token is not a JSON Web Token.") from None
         if peek.get("iss") != auth.issuer:
-            raise refuse(f"The launch comes from an unknown platform (issuer {peek.get('iss')!r}); this hub "
-                         f"accepts launches from {auth.issuer} only.")
+            raise refuse(
+                f"The launch comes from an unknown platform (issuer {peek.get('iss')!r}); this hub "
+                f"accepts launches from {auth.issuer} only."
+            )
         try:
             key = auth.platform_keys.get_signing_key_from_jwt(token).key
-            claims = jwt.decode(token, key, algorithms=auth.jwks_algorithms, audience=list(auth.client_id),
-                                issuer=auth.issuer, leeway=LEEWAY,
-                                options={"require": ["exp", "iat", "sub", "nonce"]})
+            claims = jwt.decode(
+                token,
+                key,
+                algorithms=auth.jwks_algorithms,
+                audience=list(auth.client_id),
+                issuer=auth.issuer,
+                leeway=LEEWAY,
+                options={"require": ["exp", "iat", "sub", "nonce"]},
+            )
         except jwt.ExpiredSignatureError:
             raise refuse("The launch has expired (its id_token's exp time has passed).") from None
         except jwt.InvalidAudienceError:
             raise refuse("The launch is meant for another tool (audience).", 401) from None
         except (jwt.InvalidSignatureError, jwt.PyJWKClientError):
-            raise refuse("The launch's signature does not match the platform's public keys (JWKS).",
-                         401) from None
+            raise refuse("The launch's signature does not match the platform's public keys (JWKS).", 401) from None
         except jwt.PyJWTError as error:
             raise refuse(f"The launch's id_token is not valid ({error}).") from None
         if not isinstance(claims.get(CLAIM + "roles"), list):
@@ -173,15 +196,37 @@ class ConfigHandler(BaseHandler):
         auth = self.authenticator
         base = f"{auth.get_uri_scheme(self.request)}://{self.request.host}{self.hub.base_url}"
         self.set_header("Content-Type", "application/json")
-        self.write(json.dumps({
-            "title": auth.tool_name, "description": auth.tool_description,
-            "oidc_initiation_url": base + "lti13/oauth_login", "target_link_uri": base.rstrip("/"),
-            "public_jwk_url": base + "lti13/jwks",
-            "scopes": sorted({lms.SCOPE_LINEITEM, lms.SCOPE_LINEITEM_READ, lms.SCOPE_RESULT_READ, lms.SCOPE_SCORE}),
-            "extensions": [{"platform": "canvas.instructure.com", "privacy_level": "public", "settings": {
-                "placements": [{"placement": "course_navigation", "message_type": "LtiResourceLinkRequest",
-                                "target_link_uri": base.rstrip("/"), "windowTarget": "_blank"}]}}],
-        }, indent=1))
+        self.write(
+            json.dumps(
+                {
+                    "title": auth.tool_name,
+                    "description": auth.tool_description,
+                    "oidc_initiation_url": base + "lti13/oauth_login",
+                    "target_link_uri": base.rstrip("/"),
+                    "public_jwk_url": base + "lti13/jwks",
+                    "scopes": sorted(
+                        {lms.SCOPE_LINEITEM, lms.SCOPE_LINEITEM_READ, lms.SCOPE_RESULT_READ, lms.SCOPE_SCORE}
+                    ),
+                    "extensions": [
+                        {
+                            "platform": "canvas.instructure.com",
+                            "privacy_level": "public",
+                            "settings": {
+                                "placements": [
+                                    {
+                                        "placement": "course_navigation",
+                                        "message_type": "LtiResourceLinkRequest",
+                                        "target_link_uri": base.rstrip("/"),
+                                        "windowTarget": "_blank",
+                                    }
+                                ]
+                            },
+                        }
+                    ],
+                },
+                indent=1,
+            )
+        )
 
 
 class JWKSHandler(BaseHandler):
@@ -220,11 +265,16 @@ class CourseLTIAuthenticator(LTI13Authenticator):
         if deployment not in self.deployment_ids:
             raise refuse(f"The launch comes from an unknown deployment ({deployment!r}).")
         if not course_role(claims.get(CLAIM + "roles") or []):
-            raise refuse("The launch carries no course role this hub knows (a Learner or an Instructor of "
-                         "the course), so the hub cannot tell a student from an instructor.", 403)
+            raise refuse(
+                "The launch carries no course role this hub knows (a Learner or an Instructor of "
+                "the course), so the hub cannot tell a student from an instructor.",
+                403,
+            )
         if not self.store.use_nonce(claims["nonce"], float(claims["exp"]) + 600):
-            raise refuse("This launch was already used once (its nonce was seen before): a replayed launch "
-                         "never signs anyone in.")
+            raise refuse(
+                "This launch was already used once (its nonce was seen before): a replayed launch "
+                "never signs anyone in."
+            )
 
     async def authenticate(self, handler, data=None):
         claims = data or {}
@@ -234,19 +284,36 @@ class CourseLTIAuthenticator(LTI13Authenticator):
         await asyncio.to_thread(self.ensure_account, name)
         ags = claims.get(lms.AGS_CLAIM) or {}
         context = claims.get(CLAIM + "context") or {}
-        record = {"ags": ags, "context": context, "resource_link": claims.get(CLAIM + "resource_link") or {},
-                  "deployment_id": claims.get(CLAIM + "deployment_id"), "name": claims.get("name", ""),
-                  "given_name": claims.get("given_name", ""), "family_name": claims.get("family_name", ""),
-                  "email": claims.get("email", "")}
+        record = {
+            "ags": ags,
+            "context": context,
+            "resource_link": claims.get(CLAIM + "resource_link") or {},
+            "deployment_id": claims.get(CLAIM + "deployment_id"),
+            "name": claims.get("name", ""),
+            "given_name": claims.get("given_name", ""),
+            "family_name": claims.get("family_name", ""),
+            "email": claims.get("email", ""),
+        }
         before = self.store.launches().get(name)
         self.store.record_launch(name, claims["sub"], role, record)
-        self.log.info("LTI launch: %s (LMS user %s, %s) from %s", name, claims["sub"], role,
-                      context.get("title") or context.get("id") or "?")
-        if role == "student" and self.gradebook_url and (
-                not before or any(before.get(k) != record[k] for k in ("given_name", "family_name", "email"))):
+        self.log.info(
+            "LTI launch: %s (LMS user %s, %s) from %s",
+            name,
+            claims["sub"],
+            role,
+            context.get("title") or context.get("id") or "?",
+        )
+        if (
+            role == "student"
+            and self.gradebook_url
+            and (not before or any(before.get(k) != record[k] for k in ("given_name", "family_name", "email")))
+        ):
             self.gradebook_writer.submit(self.add_to_gradebook, name, claims["sub"], record)
-        return {"name": name, "groups": [self.groups[role]],
-                "auth_state": {"sub": claims["sub"], "role": role, "ags": ags}}
+        return {
+            "name": name,
+            "groups": [self.groups[role]],
+            "auth_state": {"sub": claims["sub"], "role": role, "ags": ags},
+        }
 
     def ensure_account(self, name: str) -> None:
         """The user's Linux account (the spawner runs the server as it), created at the first launch;
@@ -256,8 +323,9 @@ class CourseLTIAuthenticator(LTI13Authenticator):
             return
         except KeyError:
             pass
-        done = subprocess.run(["useradd", "--create-home", "--user-group", "--shell", "/bin/bash", name],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            ["useradd", "--create-home", "--user-group", "--shell", "/bin/bash", name], capture_output=True, text=True
+        )
         if done.returncode != 0 and "already exists" not in done.stderr:
             self.log.error("useradd %s failed: %s", name, done.stderr.strip())
             raise refuse("The hub could not create an account for you.", 500)
@@ -270,7 +338,11 @@ class CourseLTIAuthenticator(LTI13Authenticator):
 
             with Gradebook(self.gradebook_url) as gradebook:
                 gradebook.update_or_create_student(
-                    name, first_name=record["given_name"] or None, last_name=record["family_name"] or None,
-                    email=record["email"] or None, lms_user_id=sub)
+                    name,
+                    first_name=record["given_name"] or None,
+                    last_name=record["family_name"] or None,
+                    email=record["email"] or None,
+                    lms_user_id=sub,
+                )
         except Exception as error:  # Formgrader then shows the id alone: worth a line in the log, no more
             self.log.warning("could not put %s into the gradebook: %s", name, error)

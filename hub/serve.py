@@ -28,6 +28,7 @@ hub/ (root only: JupyterHub's database and secrets, generated passwords in
 passwords.csv; with LTI, lti/: the tool's key, tool.json and the launch store that
 `python -m grader lms push` reads), course/ (the grader's only), exchange/.
 """
+
 from __future__ import annotations
 
 import csv
@@ -78,10 +79,15 @@ def read_roster(path: Path) -> tuple[list[Member], list[str]]:
         role = (row.get("role") or "").strip().lower()
         if not name and not role:
             continue
-        reason = ("not a valid account name (lowercase letters, digits and '-', starting with a letter, "
-                  "at most 32)" if not NAME.match(name) else
-                  f"role {role!r} is none of {', '.join(ROLES)}" if role not in ROLES else
-                  "listed twice" if name in seen else "")
+        reason = (
+            "not a valid account name (lowercase letters, digits and '-', starting with a letter, at most 32)"
+            if not NAME.match(name)
+            else f"role {role!r} is none of {', '.join(ROLES)}"
+            if role not in ROLES
+            else "listed twice"
+            if name in seen
+            else ""
+        )
         if reason:
             problems.append(f"{path.name} row {number} ({name or '?'}): {reason}; left out")
             continue
@@ -95,13 +101,13 @@ def read_roster(path: Path) -> tuple[list[Member], list[str]]:
 
 # The LTI configuration: JSON key -> environment variable (which wins over the file).
 LTI_SETTINGS = {
-    "issuer": "HUB_LTI_ISSUER",             # the platform's issuer (iss), e.g. https://canvas.instructure.com
-    "client_id": "HUB_LTI_CLIENT_ID",       # the tool's client id in the platform
+    "issuer": "HUB_LTI_ISSUER",  # the platform's issuer (iss), e.g. https://canvas.instructure.com
+    "client_id": "HUB_LTI_CLIENT_ID",  # the tool's client id in the platform
     "deployment_id": "HUB_LTI_DEPLOYMENT_ID",  # one or more, separated by commas or spaces
-    "login_url": "HUB_LTI_LOGIN_URL",       # the platform's OIDC authorization (authentication request) URL
-    "jwks_url": "HUB_LTI_JWKS_URL",         # the platform's public keyset URL
-    "token_url": "HUB_LTI_TOKEN_URL",       # the platform's OAuth 2 access token URL
-    "tool_url": "HUB_LTI_TOOL_URL",         # optional: this hub as browsers reach it (default http://localhost:PORT)
+    "login_url": "HUB_LTI_LOGIN_URL",  # the platform's OIDC authorization (authentication request) URL
+    "jwks_url": "HUB_LTI_JWKS_URL",  # the platform's public keyset URL
+    "token_url": "HUB_LTI_TOKEN_URL",  # the platform's OAuth 2 access token URL
+    "tool_url": "HUB_LTI_TOOL_URL",  # optional: this hub as browsers reach it (default http://localhost:PORT)
 }
 LTI_URLS = ("issuer", "login_url", "jwks_url", "token_url", "tool_url")
 
@@ -130,8 +136,10 @@ def lti_settings(port: int) -> dict | None:
         if parts.scheme not in ("http", "https") or not parts.netloc:
             fail(f"LTI {key} must be an http(s) URL, not {values[key]!r}")
     if urlsplit(values["tool_url"]).path not in ("", "/"):
-        fail("LTI tool_url is the hub's own address (scheme, host, port), without a path: "
-             f"{values['tool_url']!r}; the hub serves at its root, with the users' servers on its subdomains")
+        fail(
+            "LTI tool_url is the hub's own address (scheme, host, port), without a path: "
+            f"{values['tool_url']!r}; the hub serves at its root, with the users' servers on its subdomains"
+        )
     ids = values["deployment_id"]
     ids = [str(i) for i in ids] if isinstance(ids, list) else re.split(r"[\s,]+", str(ids).strip())
     values["deployment_ids"] = sorted(set(ids) - {""})
@@ -146,16 +154,23 @@ def lti_tool(private: Path, lti: dict) -> dict:
 
     folder = private / "lti"
     folder.mkdir(mode=0o700, exist_ok=True)
-    tool = {**{k: v for k, v in lti.items() if k != "deployment_id"}, "course_id": COURSE_ID,
-            "key": str(folder / "tool-key.pem"), "store": str(folder / "lti.sqlite")}
+    tool = {
+        **{k: v for k, v in lti.items() if k != "deployment_id"},
+        "course_id": COURSE_ID,
+        "key": str(folder / "tool-key.pem"),
+        "store": str(folder / "lti.sqlite"),
+    }
     lms.load_key(tool["key"], create=True)
     lms.Store(tool["store"])
     (folder / "tool.json").write_text(json.dumps(tool, indent=1))
     base = tool["tool_url"].rstrip("/") + "/hub/lti13/"
-    print(f"LTI 1.3 sign-in from {tool['issuer']} (client id {tool['client_id']}); register this tool there with\n"
-          f"  login (OIDC initiation) URL: {base}oauth_login\n  redirect (launch) URL:       {base}oauth_callback\n"
-          f"  public keyset (JWKS) URL:    {base}jwks\n  target link URL:             {tool['tool_url'].rstrip('/')}/hub\n"
-          f"  Canvas JSON configuration:   {base}config", flush=True)
+    print(
+        f"LTI 1.3 sign-in from {tool['issuer']} (client id {tool['client_id']}); register this tool there with\n"
+        f"  login (OIDC initiation) URL: {base}oauth_login\n  redirect (launch) URL:       {base}oauth_callback\n"
+        f"  public keyset (JWKS) URL:    {base}jwks\n  target link URL:             {tool['tool_url'].rstrip('/')}/hub\n"
+        f"  Canvas JSON configuration:   {base}config",
+        flush=True,
+    )
     return tool
 
 
@@ -166,6 +181,7 @@ def free_port() -> int:
 
 
 # -- outside: the namespace ---------------------------------------------------------------
+
 
 def hidden_by(path: Path) -> Path | None:
     """The first folder above `path` that other users cannot enter, if any."""
@@ -201,6 +217,7 @@ def namespace_command(state: Path) -> list[str]:
 
 
 # -- inside: accounts, course, exchange --------------------------------------------------
+
 
 def run(*command: str, input: str | None = None) -> None:
     done = subprocess.run(list(command), input=input, capture_output=True, text=True)
@@ -272,7 +289,7 @@ c.CourseDirectory.db_url = {db_url!r}
 c.Exchange.root = {exchange!r}
 '''
 
-REGISTER = '''
+REGISTER = """
 import sys
 from nbgrader.api import Gradebook
 from grader import course
@@ -287,11 +304,17 @@ for assignment in sys.argv[2].split(","):
     if assignment not in known:
         course.register(api, assignment)
         print("gradebook: added", assignment)
-'''
+"""
 
 
-def course_folder(state: Path, grader: pwd.struct_passwd, db_url: str, exchange_root: Path,
-                  assignments: list[str], students: list[str]) -> Path:
+def course_folder(
+    state: Path,
+    grader: pwd.struct_passwd,
+    db_url: str,
+    exchange_root: Path,
+    assignments: list[str],
+    students: list[str],
+) -> Path:
     """The grader's course: copies of the sources and releases, the config, the gradebook."""
     folder = state / "course"
     owned(folder, grader, 0o700)
@@ -300,17 +323,43 @@ def course_folder(state: Path, grader: pwd.struct_passwd, db_url: str, exchange_
             target = folder / kind / assignment
             if not target.exists():
                 shutil.copytree(ROOT / kind / assignment, target)
-    (folder / "nbgrader_config.py").write_text(COURSE_CONFIG.format(
-        config=str(ROOT / "nbgrader_config.py"), course=COURSE_ID, root=str(folder),
-        db_url=db_url or f"sqlite:///{folder / 'gradebook.db'}", exchange=str(exchange_root)))
+    (folder / "nbgrader_config.py").write_text(
+        COURSE_CONFIG.format(
+            config=str(ROOT / "nbgrader_config.py"),
+            course=COURSE_ID,
+            root=str(folder),
+            db_url=db_url or f"sqlite:///{folder / 'gradebook.db'}",
+            exchange=str(exchange_root),
+        )
+    )
     for path in [folder, *folder.rglob("*")]:
         os.chown(path, grader.pw_uid, grader.pw_gid, follow_symlinks=False)
     # nbgrader records each assignment in the gradebook when it generates it.
-    env = dict(os.environ, HOME=grader.pw_dir, USER=grader.pw_name, PYTHONPATH=str(ROOT),
-               PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', os.defpath)}")
-    done = subprocess.run(["setpriv", f"--reuid={grader.pw_uid}", f"--regid={grader.pw_gid}", "--init-groups",
-                           sys.executable, "-c", REGISTER, str(folder), ",".join(assignments), ",".join(students)],
-                          cwd=folder, env=env, capture_output=True, text=True)
+    env = dict(
+        os.environ,
+        HOME=grader.pw_dir,
+        USER=grader.pw_name,
+        PYTHONPATH=str(ROOT),
+        PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
+    )
+    done = subprocess.run(
+        [
+            "setpriv",
+            f"--reuid={grader.pw_uid}",
+            f"--regid={grader.pw_gid}",
+            "--init-groups",
+            sys.executable,
+            "-c",
+            REGISTER,
+            str(folder),
+            ",".join(assignments),
+            ",".join(students),
+        ],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         fail(f"could not prepare the gradebook:\n{done.stdout}{done.stderr}")
     print(done.stdout, end="")
@@ -331,11 +380,19 @@ def inside(state: Path, port: int, roster: Path, db_url: str, assignments: list[
     students = [m.name for m in members if m.role == "student"]
     course = course_folder(state, grader, db_url, exchange_root, assignments, students)
     settings = {
-        "course_id": COURSE_ID, "port": port, "state": str(private), "course": str(course),
-        "exchange": str(exchange_root), "venv_bin": str(VENV_BIN), "hub": str(HUB),
+        "course_id": COURSE_ID,
+        "port": port,
+        "state": str(private),
+        "course": str(course),
+        "exchange": str(exchange_root),
+        "venv_bin": str(VENV_BIN),
+        "hub": str(HUB),
         "proxy": str(HUB / "node_modules" / ".bin" / "configurable-http-proxy"),
-        "hub_api_port": free_port(), "proxy_api_port": free_port(), "service_port": free_port(),
-        "grader": grader.pw_name, "students": students,
+        "hub_api_port": free_port(),
+        "proxy_api_port": free_port(),
+        "service_port": free_port(),
+        "grader": grader.pw_name,
+        "students": students,
         "instructors": [m.name for m in members if m.role == "instructor"],
         "gradebook": db_url or f"sqlite:///{course / 'gradebook.db'}",
         "lti": lti_tool(private, lti) if lti else None,

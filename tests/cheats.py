@@ -6,6 +6,7 @@ score what its answers earn (0 for the blank ones), be flagged, and leave no
 hidden-test line in any feedback. Grow this list whenever you think of a new one;
 README's "What the grader guarantees" says what in-process Python cannot promise.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,9 +22,9 @@ FIRST_ANSWER = "MySequential"
 @dataclass(frozen=True)
 class Cheat:
     name: str
-    code: str                 # appended to the first answer cell
-    base: str = "blank"       # "blank": must score 0; "correct": must keep full marks, flagged, no leak
-    flag: str = ""            # a piece of text the flag must contain
+    code: str  # appended to the first answer cell
+    base: str = "blank"  # "blank": must score 0; "correct": must keep full marks, flagged, no leak
+    flag: str = ""  # a piece of text the flag must contain
 
 
 # A MySequential that does its trick when a test builds it (inside the test run).
@@ -34,83 +35,142 @@ def _in_test(trick: str) -> str:
 
 CHEATS = [
     # every later cell, the tests included, would run as an empty cell
-    Cheat("input_transformers_cleanup", "get_ipython().input_transformers_cleanup.append(lambda lines: [])",
-          flag="input transformers"),
-    Cheat("input_transformers_post", "get_ipython().input_transformers_post.append(lambda lines: [])",
-          flag="input transformers"),
-    Cheat("cleanup_transforms",
-          "get_ipython().input_transformer_manager.cleanup_transforms.append(lambda lines: [])",
-          flag="input transformers"),
-    Cheat("obfuscated_transformer",
-          "getattr(__import__('IPython').get_ipython(), 'input_transformers_' + 'cleanup').insert(0, "
-          "(lambda l: []))", flag="input transformers"),
-    Cheat("exec_base64",
-          "exec(__import__('base64').b64decode(b'Z2V0X2lweXRob24oKS5pbnB1dF90cmFuc2Zvcm1lcnNfY2xlYW51cC5hcHBlbmQo"
-          "bGFtYmRhIGxpbmVzOiBbXSk=').decode())", flag="input transformers"),
+    Cheat(
+        "input_transformers_cleanup",
+        "get_ipython().input_transformers_cleanup.append(lambda lines: [])",
+        flag="input transformers",
+    ),
+    Cheat(
+        "input_transformers_post",
+        "get_ipython().input_transformers_post.append(lambda lines: [])",
+        flag="input transformers",
+    ),
+    Cheat(
+        "cleanup_transforms",
+        "get_ipython().input_transformer_manager.cleanup_transforms.append(lambda lines: [])",
+        flag="input transformers",
+    ),
+    Cheat(
+        "obfuscated_transformer",
+        "getattr(__import__('IPython').get_ipython(), 'input_transformers_' + 'cleanup').insert(0, (lambda l: []))",
+        flag="input transformers",
+    ),
+    Cheat(
+        "exec_base64",
+        "exec(__import__('base64').b64decode(b'Z2V0X2lweXRob24oKS5pbnB1dF90cmFuc2Zvcm1lcnNfY2xlYW51cC5hcHBlbmQo"
+        "bGFtYmRhIGxpbmVzOiBbXSk=').decode())",
+        flag="input transformers",
+    ),
     Cheat("run_cell_on_class", "type(get_ipython()).run_cell = lambda self, *a, **k: None", flag="run_cell"),
     Cheat("run_cell_on_instance", "get_ipython().run_cell = lambda *a, **k: None", flag="run_cell"),
-    Cheat("do_execute", "type(get_ipython().kernel).do_execute = lambda self, *a, **k: "
-                        "{'status': 'ok', 'execution_count': 0, 'user_expressions': {}, 'payload': []}",
-          flag="do_execute"),
-    Cheat("shell_handlers", "get_ipython().kernel.shell_handlers['execute_request'] = lambda *a, **k: None",
-          flag="message handlers"),
-    Cheat("ast_no_asserts",
-          "import ast\nclass _NoAsserts(ast.NodeTransformer):\n    def visit_Assert(self, node):\n"
-          "        return ast.Pass()\n    def visit_Raise(self, node):\n        return ast.Pass()\n"
-          "get_ipython().ast_transformers.append(_NoAsserts())", flag="AST transformers"),
-    Cheat("displayhook_number", "type(get_ipython().displayhook).__call__ = lambda self, value: print(1)",
-          flag="DisplayHook"),
-    Cheat("event_prints_number",
-          "get_ipython().events.register('post_run_cell', lambda result: print(10))", flag="events"),
-    Cheat("custom_exc", "get_ipython().set_custom_exc((Exception,), lambda *a, **k: None)",
-          flag="custom_exceptions"),
+    Cheat(
+        "do_execute",
+        "type(get_ipython().kernel).do_execute = lambda self, *a, **k: "
+        "{'status': 'ok', 'execution_count': 0, 'user_expressions': {}, 'payload': []}",
+        flag="do_execute",
+    ),
+    Cheat(
+        "shell_handlers",
+        "get_ipython().kernel.shell_handlers['execute_request'] = lambda *a, **k: None",
+        flag="message handlers",
+    ),
+    Cheat(
+        "ast_no_asserts",
+        "import ast\nclass _NoAsserts(ast.NodeTransformer):\n    def visit_Assert(self, node):\n"
+        "        return ast.Pass()\n    def visit_Raise(self, node):\n        return ast.Pass()\n"
+        "get_ipython().ast_transformers.append(_NoAsserts())",
+        flag="AST transformers",
+    ),
+    Cheat(
+        "displayhook_number",
+        "type(get_ipython().displayhook).__call__ = lambda self, value: print(1)",
+        flag="DisplayHook",
+    ),
+    Cheat(
+        "event_prints_number", "get_ipython().events.register('post_run_cell', lambda result: print(10))", flag="events"
+    ),
+    Cheat("custom_exc", "get_ipython().set_custom_exc((Exception,), lambda *a, **k: None)", flag="custom_exceptions"),
     Cheat("showtraceback", "get_ipython().showtraceback = lambda *a, **k: None", flag="showtraceback"),
     Cheat("settrace", "import sys\nsys.settrace(lambda *a: None)", flag="sys.settrace"),
-    Cheat("patched_allclose", "torch.allclose = lambda *a, **k: True\ntorch.equal = lambda *a, **k: True",
-          flag="torch.allclose"),
+    Cheat(
+        "patched_allclose",
+        "torch.allclose = lambda *a, **k: True\ntorch.equal = lambda *a, **k: True",
+        flag="torch.allclose",
+    ),
     Cheat("patched_assert_close", "torch.testing.assert_close = lambda *a, **k: None", flag="assert_close"),
-    Cheat("patched_builtin", "import builtins\nbuiltins.all = lambda iterable: True\nbuiltins.any = lambda iterable: True",
-          flag="builtins"),
-    Cheat("patched_tensor_method", "torch.Tensor.__eq__ = lambda self, other: torch.tensor(True)",
-          flag="torch.Tensor"),
-    Cheat("global_forward_hook",
-          "torch.nn.modules.module.register_module_forward_hook(lambda module, args, out: out)",
-          flag="global module hooks"),
-    Cheat("fake_torch_module",
-          "import sys, types\n_fake = types.ModuleType('torch')\n_fake.allclose = lambda *a, **k: True\n"
-          "sys.modules['torch'] = _fake", flag="sys.modules"),
-    Cheat("meta_path_finder",
-          "import sys\nclass _Finder:\n    def find_spec(self, *a, **k):\n        return None\n"
-          "sys.meta_path.insert(0, _Finder())", flag="meta_path"),
+    Cheat(
+        "patched_builtin",
+        "import builtins\nbuiltins.all = lambda iterable: True\nbuiltins.any = lambda iterable: True",
+        flag="builtins",
+    ),
+    Cheat("patched_tensor_method", "torch.Tensor.__eq__ = lambda self, other: torch.tensor(True)", flag="torch.Tensor"),
+    Cheat(
+        "global_forward_hook",
+        "torch.nn.modules.module.register_module_forward_hook(lambda module, args, out: out)",
+        flag="global module hooks",
+    ),
+    Cheat(
+        "fake_torch_module",
+        "import sys, types\n_fake = types.ModuleType('torch')\n_fake.allclose = lambda *a, **k: True\n"
+        "sys.modules['torch'] = _fake",
+        flag="sys.modules",
+    ),
+    Cheat(
+        "meta_path_finder",
+        "import sys\nclass _Finder:\n    def find_spec(self, *a, **k):\n        return None\n"
+        "sys.meta_path.insert(0, _Finder())",
+        flag="meta_path",
+    ),
     Cheat("audit_hook_spy", "import sys\nsys.addaudithook(lambda event, args: None)", flag="audit hook"),
     Cheat("gc_walk", "import gc\n_everything = gc.get_objects()", flag="heap"),
     Cheat("ctypes_memory", "import ctypes\nctypes.string_at(id(1), 8)", flag="ctypes"),
     Cheat("proc_mem", "open('/proc/self/mem', 'rb')", flag="memory"),
     Cheat("current_frames", "import sys\nsys._current_frames()", flag="all threads"),
     # inside a test: the trick runs when the test builds the student's module
-    Cheat("mode_left_active_in_test",
-          _in_test("from torch.overrides import TorchFunctionMode\nclass _Yes(TorchFunctionMode):\n"
-                   "    def __torch_function__(self, func, types, args=(), kwargs=None):\n"
-                   "        return True\n_Yes().__enter__()"), flag="mode"),
+    Cheat(
+        "mode_left_active_in_test",
+        _in_test(
+            "from torch.overrides import TorchFunctionMode\nclass _Yes(TorchFunctionMode):\n"
+            "    def __torch_function__(self, func, types, args=(), kwargs=None):\n"
+            "        return True\n_Yes().__enter__()"
+        ),
+        flag="mode",
+    ),
     Cheat("patch_during_test", _in_test("torch.allclose = lambda *a, **k: True"), flag="torch.allclose"),
     # leaks: a correct notebook that tries to read the hidden tests
-    Cheat("leak_pre_run_cell", "get_ipython().events.register('pre_run_cell', lambda info: print(info.raw_cell))",
-          base="correct", flag="events"),
-    Cheat("leak_caller_source",
-          "import inspect\n_real_init = MySequential.__init__\n"
-          "def _spy(self, *modules):\n    _real_init(self, *modules)\n"
-          "    print(''.join(inspect.getsource(inspect.stack()[1].frame)))\n"
-          "MySequential.__init__ = _spy", base="correct", flag="frames"),
-    Cheat("leak_frame_consts",
-          "import sys\n_real_init = MySequential.__init__\n"
-          "def _spy(self, *modules):\n    _real_init(self, *modules)\n"
-          "    print(sys._getframe(1).f_code.co_consts)\n"
-          "MySequential.__init__ = _spy", base="correct", flag="frames"),
-    Cheat("leak_traceback_frame",
-          "_real_init = MySequential.__init__\n"
-          "def _spy(self, *modules):\n    _real_init(self, *modules)\n    try:\n        raise ValueError\n"
-          "    except ValueError as error:\n        print(error.__traceback__.tb_frame.f_back.f_globals)\n"
-          "MySequential.__init__ = _spy", base="correct", flag="frames"),
+    Cheat(
+        "leak_pre_run_cell",
+        "get_ipython().events.register('pre_run_cell', lambda info: print(info.raw_cell))",
+        base="correct",
+        flag="events",
+    ),
+    Cheat(
+        "leak_caller_source",
+        "import inspect\n_real_init = MySequential.__init__\n"
+        "def _spy(self, *modules):\n    _real_init(self, *modules)\n"
+        "    print(''.join(inspect.getsource(inspect.stack()[1].frame)))\n"
+        "MySequential.__init__ = _spy",
+        base="correct",
+        flag="frames",
+    ),
+    Cheat(
+        "leak_frame_consts",
+        "import sys\n_real_init = MySequential.__init__\n"
+        "def _spy(self, *modules):\n    _real_init(self, *modules)\n"
+        "    print(sys._getframe(1).f_code.co_consts)\n"
+        "MySequential.__init__ = _spy",
+        base="correct",
+        flag="frames",
+    ),
+    Cheat(
+        "leak_traceback_frame",
+        "_real_init = MySequential.__init__\n"
+        "def _spy(self, *modules):\n    _real_init(self, *modules)\n    try:\n        raise ValueError\n"
+        "    except ValueError as error:\n        print(error.__traceback__.tb_frame.f_back.f_globals)\n"
+        "MySequential.__init__ = _spy",
+        base="correct",
+        flag="frames",
+    ),
 ]
 
 # Not tampering, yet a leak attempt: history of the cells that ran before (the tests never go there).
@@ -135,8 +195,11 @@ def notebook(cheat: Cheat):
 
 
 def last_answer_id(nb) -> str:
-    return [c.metadata["nbgrader"]["grade_id"] for c in nb.cells
-            if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"][-1]
+    return [
+        c.metadata["nbgrader"]["grade_id"]
+        for c in nb.cells
+        if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"
+    ][-1]
 
 
 def history_leak():
@@ -147,20 +210,20 @@ def history_leak():
 # -- honest notebooks: full marks, no flag ----------------------------------------------
 HONEST = {
     "magics": "get_ipython().run_line_magic('timeit', '-n 1 -r 1 sum(range(10))')\n"
-              "get_ipython().run_cell_magic('time', '', 'sum(range(10))')\n"
-              "get_ipython().run_line_magic('prun', '-q sum(range(10))')",
+    "get_ipython().run_cell_magic('time', '', 'sum(range(10))')\n"
+    "get_ipython().run_line_magic('prun', '-q sum(range(10))')",
     "display_and_plot": "from IPython.display import display\nimport matplotlib.pyplot as plt\n"
-                        "display('shown'); print('printed')\nplt.plot([1, 2], [3, 4])\nplt.title('a plot')\n"
-                        "plt.show()",
+    "display('shown'); print('printed')\nplt.plot([1, 2], [3, 4])\nplt.title('a plot')\n"
+    "plt.show()",
     "seed_and_helpers": "torch.manual_seed(0)\ndef _helper(x):\n    return x * 2\n_ = _helper(torch.ones(2))",
     "prints_in_test": "_quiet_init = MySequential.__init__\n"
-                      "def _init_that_prints(self, *modules):\n"
-                      "    print('PRINTED-WHILE-A-' + 'HIDDEN-TEST-RAN')\n"
-                      "    _quiet_init(self, *modules)\nMySequential.__init__ = _init_that_prints",
+    "def _init_that_prints(self, *modules):\n"
+    "    print('PRINTED-WHILE-A-' + 'HIDDEN-TEST-RAN')\n"
+    "    _quiet_init(self, *modules)\nMySequential.__init__ = _init_that_prints",
     "warns_in_test": "import warnings\n_plain_init = MySequential.__init__\n"
-                     "def _init_that_warns(self, *modules):\n"
-                     "    warnings.warn('a harmless warning from the answer', UserWarning)\n"
-                     "    _plain_init(self, *modules)\nMySequential.__init__ = _init_that_warns",
+    "def _init_that_warns(self, *modules):\n"
+    "    warnings.warn('a harmless warning from the answer', UserWarning)\n"
+    "    _plain_init(self, *modules)\nMySequential.__init__ = _init_that_warns",
 }
 
 

@@ -2,6 +2,7 @@
 each with the score, status and reason the grader must give it. Scores are
 computed from the exercise's own points (submissions.points), never restated.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,7 @@ import nbformat
 import submissions
 
 A = "01_blocks"
-POINTS = submissions.points(A)       # graded test cell -> points, in notebook order
+POINTS = submissions.points(A)  # graded test cell -> points, in notebook order
 FULL = sum(POINTS.values())
 # What each kind of case exercises; every path that grades is checked on every kind.
 KINDS = {
@@ -51,8 +52,7 @@ def cli_env(**extra) -> dict:
 
 def nbgrader(cwd, *args, env=None, check=True) -> subprocess.CompletedProcess:
     """Run `nbgrader ARGS` in `cwd` as an instructor or student would; `check`: it must succeed."""
-    done = subprocess.run([str(BIN / "nbgrader"), *args], cwd=cwd, env=env or cli_env(), capture_output=True,
-                          text=True)
+    done = subprocess.run([str(BIN / "nbgrader"), *args], cwd=cwd, env=env or cli_env(), capture_output=True, text=True)
     if check:
         assert done.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{done.stdout[-2000:]}{done.stderr[-3000:]}"
     return done
@@ -61,18 +61,18 @@ def nbgrader(cwd, *args, env=None, check=True) -> subprocess.CompletedProcess:
 def before(test_id: str) -> int:
     """Points of the graded tests that run before `test_id` (a kernel death there loses the rest)."""
     names = list(POINTS)
-    return sum(POINTS[name] for name in names[:names.index(test_id)])
+    return sum(POINTS[name] for name in names[: names.index(test_id)])
 
 
 @dataclass
 class Case:
-    name: str          # the entry in the submissions folder
-    student: str       # the student id expected in the CSV
-    kind: str          # what it exercises (a key of KINDS)
+    name: str  # the entry in the submissions folder
+    student: str  # the student id expected in the CSV
+    kind: str  # what it exercises (a key of KINDS)
     score: float
     status: str
-    detail: str        # a part of the detail column ("" means the detail must be empty)
-    write: object      # function(folder) that creates the entry
+    detail: str  # a part of the detail column ("" means the detail must be empty)
+    write: object  # function(folder) that creates the entry
 
 
 def _grade_id(cell):
@@ -84,10 +84,10 @@ def _index(nb, grade_id):
 
 
 # Prints every variable the kernel sees, and whether a planted one is among them.
-ENVIRONMENT_PROBE = """import os
+ENVIRONMENT_PROBE = f"""import os
 print("ENVIRONMENT", sorted(os.environ))
-print("PLANTED SEEN" if any(v in os.environ.values() for v in %r) else "PLANTED NOT SEEN")
-""" % (sorted(PLANTED.values()),)
+print("PLANTED SEEN" if any(v in os.environ.values() for v in {sorted(PLANTED.values())!r}) else "PLANTED NOT SEEN")
+"""
 
 
 def _answer_prefix(code):
@@ -108,12 +108,14 @@ def _extra_cell_first(code):
 def _notebook(name, build):
     def write(folder: Path):
         nbformat.write(build(), folder / name)
+
     return write
 
 
 def _raw(name, data: bytes):
     def write(folder: Path):
         (folder / name).write_bytes(data)
+
     return write
 
 
@@ -191,8 +193,8 @@ def cases(listener_port: int, course_root: Path, submissions_dir: Path) -> list[
     solution_file = Path(submissions.ROOT) / "solutions" / A / f"{A}.ipynb"
     probes = {
         "reads_solutions": f"""
-for path in [{str(solution_file)!r}, {str(course_root / 'solutions' / A / (A + '.ipynb'))!r},
-             {str(course_root / 'gradebook.db')!r}, {str(submissions_dir / 'correct.ipynb')!r}]:
+for path in [{str(solution_file)!r}, {str(course_root / "solutions" / A / (A + ".ipynb"))!r},
+             {str(course_root / "gradebook.db")!r}, {str(submissions_dir / "correct.ipynb")!r}]:
     try:
         open(path).read(10)
         print("LEAKED", path)
@@ -200,8 +202,8 @@ for path in [{str(solution_file)!r}, {str(course_root / 'solutions' / A / (A + '
         print("BLOCKED", type(exc).__name__)
 """,
         "writes_outside": f"""
-for path in [{str(course_root / 'pwned.txt')!r}, {str(submissions_dir / 'pwned.txt')!r},
-             {str(Path(submissions.ROOT) / 'pwned.txt')!r}]:
+for path in [{str(course_root / "pwned.txt")!r}, {str(submissions_dir / "pwned.txt")!r},
+             {str(Path(submissions.ROOT) / "pwned.txt")!r}]:
     try:
         open(path, "w").write("x")
         print("WROTE", path)
@@ -223,60 +225,232 @@ print("SPAWNED")
 """,
     }
     found = [
-        Case("correct.ipynb", "correct", "scoring", FULL, "graded", "", _notebook("correct.ipynb", lambda: submissions.answered(A))),
-        Case("blank.ipynb", "blank", "scoring", 0, "graded", "failed: test_MySequential", _notebook("blank.ipynb", lambda: submissions.exercise(A))),
-        Case("one_wrong.ipynb", "one_wrong", "scoring", FULL - POINTS["test_MySequential"], "graded", "failed: test_MySequential",
-             _notebook("one_wrong.ipynb", lambda: submissions.answered(A, {wrong.answer_id: wrong.code}))),
-        Case("loop_top.ipynb", "loop_top", "time_limit", FULL, "graded", "cell 4: timed out",
-             _notebook("loop_top.ipynb", lambda: _extra_cell_first("while True:\n    pass"))),
-        Case("loop_in_item.ipynb", "loop_in_item", "time_limit", FULL - POINTS["test_make_stack"], "graded", "test_make_stack: timed out",
-             _notebook("loop_in_item.ipynb", lambda: _answer_prefix("    while True:\n        pass\n"))),
-        Case("ignores_sigint.ipynb", "ignores_sigint", "ignored_interrupt", before("test_make_stack"), "graded", "test_make_stack: a cell ran past",
-             _notebook("ignores_sigint.ipynb", lambda: _answer_prefix(
-                 # Catches every interrupt (SIGINT, or the runner's stop of a test) and goes on.
-                 "    while True:\n        try:\n            while True:\n                pass\n"
-                 "        except BaseException:\n            pass\n"))),
-        Case("memory_hog.ipynb", "memory_hog", "resource_limit", FULL - POINTS["test_make_stack"], "graded", "failed: test_make_stack",
-             _notebook("memory_hog.ipynb", lambda: _answer_prefix(
-                 "    hog = []\n    while True:\n        hog.append(bytearray(50_000_000))\n"))),
-        Case("fork_bomb.ipynb", "fork_bomb", "resource_limit", FULL - POINTS["test_make_stack"], "graded", "failed: test_make_stack",
-             _notebook("fork_bomb.ipynb", lambda: _answer_prefix("    import os\n    while True:\n        os.fork()\n"))),
-        Case("os_exit.ipynb", "os_exit", "kernel_death", before("test_make_stack"), "graded", "test_make_stack: the kernel exited with status 3",
-             _notebook("os_exit.ipynb", lambda: _answer_prefix("    import os\n    os._exit(3)\n"))),
-        Case("sys_exit.ipynb", "sys_exit", "kernel_death", FULL - POINTS["test_make_stack"], "graded", "failed: test_make_stack",
-             _notebook("sys_exit.ipynb", lambda: _answer_prefix("    import sys\n    sys.exit(1)\n"))),
-        Case("segfault.ipynb", "segfault", "kernel_death", 0, "graded", "cell 4: the kernel was killed by signal 11",
-             _notebook("segfault.ipynb", lambda: _extra_cell_first("import faulthandler\nfaulthandler._sigsegv()"))),
-        Case("huge_output.ipynb", "huge_output", "resource_limit", FULL, "graded", "test_make_stack: output truncated",
-             _notebook("huge_output.ipynb", lambda: _answer_prefix("    print('x' * 5_000_000)\n"))),
-        Case("edited_tests.ipynb", "edited_tests", "repair", FULL - POINTS["test_MySequential"], "graded", "test_MySequential: read-only cell was edited",
-             _notebook("edited_tests.ipynb", _edited_tests)),
-        Case("deleted_tests.ipynb", "deleted_tests", "repair", FULL, "graded", "test_ParallelBlock: deleted",
-             _notebook("deleted_tests.ipynb", _deleted_tests)),
-        Case("reordered.ipynb", "reordered", "repair", FULL, "graded", "out of the released order",
-             _notebook("reordered.ipynb", _reordered)),
-        Case("retyped.ipynb", "retyped", "repair", FULL, "graded", "test_ParallelBlock: cell type changed",
-             _notebook("retyped.ipynb", _retyped)),
-        Case("changed_points.ipynb", "changed_points", "repair", FULL - POINTS["test_MySequential"], "graded", "points changed to 100",
-             _notebook("changed_points.ipynb", _points)),
-        Case("kernelspec.ipynb", "kernelspec", "repair", FULL, "graded", "kernel changed to 'ir'",
-             _notebook("kernelspec.ipynb", _kernelspec)),
-        Case("stripped.ipynb", "stripped", "repair", FULL, "graded", "matched to the released cells by content",
-             _notebook("stripped.ipynb", _stripped)),
+        Case(
+            "correct.ipynb",
+            "correct",
+            "scoring",
+            FULL,
+            "graded",
+            "",
+            _notebook("correct.ipynb", lambda: submissions.answered(A)),
+        ),
+        Case(
+            "blank.ipynb",
+            "blank",
+            "scoring",
+            0,
+            "graded",
+            "failed: test_MySequential",
+            _notebook("blank.ipynb", lambda: submissions.exercise(A)),
+        ),
+        Case(
+            "one_wrong.ipynb",
+            "one_wrong",
+            "scoring",
+            FULL - POINTS["test_MySequential"],
+            "graded",
+            "failed: test_MySequential",
+            _notebook("one_wrong.ipynb", lambda: submissions.answered(A, {wrong.answer_id: wrong.code})),
+        ),
+        Case(
+            "loop_top.ipynb",
+            "loop_top",
+            "time_limit",
+            FULL,
+            "graded",
+            "cell 4: timed out",
+            _notebook("loop_top.ipynb", lambda: _extra_cell_first("while True:\n    pass")),
+        ),
+        Case(
+            "loop_in_item.ipynb",
+            "loop_in_item",
+            "time_limit",
+            FULL - POINTS["test_make_stack"],
+            "graded",
+            "test_make_stack: timed out",
+            _notebook("loop_in_item.ipynb", lambda: _answer_prefix("    while True:\n        pass\n")),
+        ),
+        Case(
+            "ignores_sigint.ipynb",
+            "ignores_sigint",
+            "ignored_interrupt",
+            before("test_make_stack"),
+            "graded",
+            "test_make_stack: a cell ran past",
+            _notebook(
+                "ignores_sigint.ipynb",
+                lambda: _answer_prefix(
+                    # Catches every interrupt (SIGINT, or the runner's stop of a test) and goes on.
+                    "    while True:\n        try:\n            while True:\n                pass\n"
+                    "        except BaseException:\n            pass\n"
+                ),
+            ),
+        ),
+        Case(
+            "memory_hog.ipynb",
+            "memory_hog",
+            "resource_limit",
+            FULL - POINTS["test_make_stack"],
+            "graded",
+            "failed: test_make_stack",
+            _notebook(
+                "memory_hog.ipynb",
+                lambda: _answer_prefix("    hog = []\n    while True:\n        hog.append(bytearray(50_000_000))\n"),
+            ),
+        ),
+        Case(
+            "fork_bomb.ipynb",
+            "fork_bomb",
+            "resource_limit",
+            FULL - POINTS["test_make_stack"],
+            "graded",
+            "failed: test_make_stack",
+            _notebook("fork_bomb.ipynb", lambda: _answer_prefix("    import os\n    while True:\n        os.fork()\n")),
+        ),
+        Case(
+            "os_exit.ipynb",
+            "os_exit",
+            "kernel_death",
+            before("test_make_stack"),
+            "graded",
+            "test_make_stack: the kernel exited with status 3",
+            _notebook("os_exit.ipynb", lambda: _answer_prefix("    import os\n    os._exit(3)\n")),
+        ),
+        Case(
+            "sys_exit.ipynb",
+            "sys_exit",
+            "kernel_death",
+            FULL - POINTS["test_make_stack"],
+            "graded",
+            "failed: test_make_stack",
+            _notebook("sys_exit.ipynb", lambda: _answer_prefix("    import sys\n    sys.exit(1)\n")),
+        ),
+        Case(
+            "segfault.ipynb",
+            "segfault",
+            "kernel_death",
+            0,
+            "graded",
+            "cell 4: the kernel was killed by signal 11",
+            _notebook("segfault.ipynb", lambda: _extra_cell_first("import faulthandler\nfaulthandler._sigsegv()")),
+        ),
+        Case(
+            "huge_output.ipynb",
+            "huge_output",
+            "resource_limit",
+            FULL,
+            "graded",
+            "test_make_stack: output truncated",
+            _notebook("huge_output.ipynb", lambda: _answer_prefix("    print('x' * 5_000_000)\n")),
+        ),
+        Case(
+            "edited_tests.ipynb",
+            "edited_tests",
+            "repair",
+            FULL - POINTS["test_MySequential"],
+            "graded",
+            "test_MySequential: read-only cell was edited",
+            _notebook("edited_tests.ipynb", _edited_tests),
+        ),
+        Case(
+            "deleted_tests.ipynb",
+            "deleted_tests",
+            "repair",
+            FULL,
+            "graded",
+            "test_ParallelBlock: deleted",
+            _notebook("deleted_tests.ipynb", _deleted_tests),
+        ),
+        Case(
+            "reordered.ipynb",
+            "reordered",
+            "repair",
+            FULL,
+            "graded",
+            "out of the released order",
+            _notebook("reordered.ipynb", _reordered),
+        ),
+        Case(
+            "retyped.ipynb",
+            "retyped",
+            "repair",
+            FULL,
+            "graded",
+            "test_ParallelBlock: cell type changed",
+            _notebook("retyped.ipynb", _retyped),
+        ),
+        Case(
+            "changed_points.ipynb",
+            "changed_points",
+            "repair",
+            FULL - POINTS["test_MySequential"],
+            "graded",
+            "points changed to 100",
+            _notebook("changed_points.ipynb", _points),
+        ),
+        Case(
+            "kernelspec.ipynb",
+            "kernelspec",
+            "repair",
+            FULL,
+            "graded",
+            "kernel changed to 'ir'",
+            _notebook("kernelspec.ipynb", _kernelspec),
+        ),
+        Case(
+            "stripped.ipynb",
+            "stripped",
+            "repair",
+            FULL,
+            "graded",
+            "matched to the released cells by content",
+            _notebook("stripped.ipynb", _stripped),
+        ),
         Case("empty.ipynb", "empty", "unreadable", 0, "invalid", "empty file", _raw("empty.ipynb", b"")),
-        Case("truncated.ipynb", "truncated", "unreadable", 0, "invalid", "not valid JSON",
-             _raw("truncated.ipynb", nbformat.writes(submissions.answered(A)).encode()[:5000])),
-        Case("essay.docx", "essay", "unreadable", 0, "invalid", "binary file", _raw("essay.docx", bytes(range(256)) * 4)),
-        Case("notes.ipynb", "notes", "unreadable", 0, "invalid", "JSON but not a Jupyter notebook",
-             _raw("notes.ipynb", json.dumps({"title": "my notes"}).encode())),
+        Case(
+            "truncated.ipynb",
+            "truncated",
+            "unreadable",
+            0,
+            "invalid",
+            "not valid JSON",
+            _raw("truncated.ipynb", nbformat.writes(submissions.answered(A)).encode()[:5000]),
+        ),
+        Case(
+            "essay.docx", "essay", "unreadable", 0, "invalid", "binary file", _raw("essay.docx", bytes(range(256)) * 4)
+        ),
+        Case(
+            "notes.ipynb",
+            "notes",
+            "unreadable",
+            0,
+            "invalid",
+            "JSON but not a Jupyter notebook",
+            _raw("notes.ipynb", json.dumps({"title": "my notes"}).encode()),
+        ),
         Case("old_format.ipynb", "old_format", "collection", FULL, "graded", "converted from nbformat 3", _nbformat3),
-        Case("José María Ñúñez.ipynb", "José María Ñúñez", "collection", FULL, "graded", "",
-             _notebook("José María Ñúñez.ipynb", lambda: submissions.answered(A))),
+        Case(
+            "José María Ñúñez.ipynb",
+            "José María Ñúñez",
+            "collection",
+            FULL,
+            "graded",
+            "",
+            _notebook("José María Ñúñez.ipynb", lambda: submissions.answered(A)),
+        ),
         Case("twice", "twice", "collection", FULL, "graded", "2 files; graded twice/01_blocks.ipynb", _two_files),
         Case("nested", "nested", "collection", FULL, "graded", "", _nbgrader_layout),
-        Case("environment.ipynb", "environment", "environment", FULL, "graded", "",
-             _notebook("environment.ipynb", lambda: _extra_cell_first(ENVIRONMENT_PROBE))),
+        Case(
+            "environment.ipynb",
+            "environment",
+            "environment",
+            FULL,
+            "graded",
+            "",
+            _notebook("environment.ipynb", lambda: _extra_cell_first(ENVIRONMENT_PROBE)),
+        ),
     ]
+
     def attacker():
         # One submission makes every attempt, each in a cell of its own.
         nb = submissions.answered(A)
@@ -284,14 +458,33 @@ print("SPAWNED")
             nb.cells.insert(3, nbformat.v4.new_code_cell(code))
         return nb
 
-    found.append(Case("attacker.ipynb", "attacker", "isolation", FULL, "graded", "", _notebook("attacker.ipynb", attacker)))
+    found.append(
+        Case("attacker.ipynb", "attacker", "isolation", FULL, "graded", "", _notebook("attacker.ipynb", attacker))
+    )
     # One forger and one peeker from the cheat corpus, so that every path grades them.
-    forger, peeker = (next(c for c in cheats.CHEATS if c.name == name)
-                      for name in ("input_transformers_cleanup", "leak_pre_run_cell"))
-    found += [Case("forger.ipynb", "forger", "integrity", 0, "flagged", "failed: test_MySequential",
-                   _notebook("forger.ipynb", lambda: cheats.notebook(forger))),
-              Case("peeker.ipynb", "peeker", "integrity", FULL, "flagged", "",
-                   _notebook("peeker.ipynb", lambda: cheats.notebook(peeker)))]
+    forger, peeker = (
+        next(c for c in cheats.CHEATS if c.name == name) for name in ("input_transformers_cleanup", "leak_pre_run_cell")
+    )
+    found += [
+        Case(
+            "forger.ipynb",
+            "forger",
+            "integrity",
+            0,
+            "flagged",
+            "failed: test_MySequential",
+            _notebook("forger.ipynb", lambda: cheats.notebook(forger)),
+        ),
+        Case(
+            "peeker.ipynb",
+            "peeker",
+            "integrity",
+            FULL,
+            "flagged",
+            "",
+            _notebook("peeker.ipynb", lambda: cheats.notebook(peeker)),
+        ),
+    ]
     return found
 
 

@@ -4,6 +4,7 @@
 port of a server on 127.0.0.1 with a known token. `serve(extra_args, env)` starts
 one with more `LAB_ARGS`, e.g. `browser_args(folder)` for a real browser session.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,7 @@ def free_port() -> int:
 
 
 def get(port: int, path: str):
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}",
-                                     headers={"Authorization": f"token {TOKEN}"})
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"token {TOKEN}"})
     with urllib.request.urlopen(request, timeout=10) as response:
         return response.status, response.read().decode()
 
@@ -51,8 +51,9 @@ def running(command: list[str], cwd, env: dict | None, port: int):
     """Run a Jupyter server `command` in `cwd` until the block ends, once it answers on `port`.
     Its output goes to a file (a pipe nobody reads would stall a chatty server)."""
     with tempfile.TemporaryFile("w+") as log:
-        server = subprocess.Popen(command, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
-                                  start_new_session=True, text=True, env=env)
+        server = subprocess.Popen(
+            command, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, text=True, env=env
+        )
         try:
             deadline = time.monotonic() + 60
             while True:
@@ -105,12 +106,14 @@ def browser_args(folder: Path) -> tuple[str, dict]:
         target = settings / f"{plugin}.jupyterlab-settings"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(values), encoding="utf-8")
-    args = " ".join([
-        "--FileContentsManager.pre_save_hook=labserver.keep_stored_notebook",
-        f"--FileCheckpoints.checkpoint_dir={folder / 'checkpoints'}",
-        f"--LabApp.workspaces_dir={folder / 'workspaces'}",
-        f"--LabApp.user_settings_dir={settings}",
-    ])
+    args = " ".join(
+        [
+            "--FileContentsManager.pre_save_hook=labserver.keep_stored_notebook",
+            f"--FileCheckpoints.checkpoint_dir={folder / 'checkpoints'}",
+            f"--LabApp.workspaces_dir={folder / 'workspaces'}",
+            f"--LabApp.user_settings_dir={settings}",
+        ]
+    )
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in [str(Path(__file__).parent), env.get("PYTHONPATH")] if p)
     return args, env

@@ -38,6 +38,7 @@ It prints one JSON line, {"url", "issuer", "login_url", "jwks_url", "token_url",
   POST /test/fail            {"match": "/scores", "status": 503, "count": 2}: the next
                              `count` requests whose path contains `match` fail
 """
+
 from __future__ import annotations
 
 import html
@@ -57,11 +58,12 @@ from jwt.algorithms import RSAAlgorithm
 
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 AGS = "https://purl.imsglobal.org/spec/lti-ags/"
-SCOPES = {AGS + "scope/lineitem", AGS + "scope/lineitem.readonly", AGS + "scope/result.readonly",
-          AGS + "scope/score"}
+SCOPES = {AGS + "scope/lineitem", AGS + "scope/lineitem.readonly", AGS + "scope/result.readonly", AGS + "scope/score"}
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
-PROGRESS = {"activityProgress": {"Initialized", "Started", "InProgress", "Submitted", "Completed"},
-            "gradingProgress": {"FullyGraded", "Pending", "PendingManual", "Failed", "NotReady"}}
+PROGRESS = {
+    "activityProgress": {"Initialized", "Started", "InProgress", "Submitted", "Completed"},
+    "gradingProgress": {"FullyGraded", "Pending", "PendingManual", "Failed", "NotReady"},
+}
 PAGE = 2  # line items per page of the container: a tool must follow the Link header
 
 
@@ -75,11 +77,11 @@ class Platform:
         self.key, self.kid = new_key(), "platform-key-1"
         self.other_key = new_key()  # signs the "wrong_key" launches, under the same kid
         self.lock = threading.Lock()
-        self.launches: dict[str, dict] = {}      # lti_message_hint -> launch
+        self.launches: dict[str, dict] = {}  # lti_message_hint -> launch
         self.tokens: dict[str, tuple[set, float]] = {}
         self.jtis: set[str] = set()
         self.lineitems: list[dict] = []
-        self.results: dict[tuple[str, str], dict] = {}   # (line item id, user id) -> latest score
+        self.results: dict[tuple[str, str], dict] = {}  # (line item id, user id) -> latest score
         self.score_log: list[dict] = []
         self.failures: list[dict] = []
         self.url = ""
@@ -93,18 +95,30 @@ class Platform:
         ctx = self.config["context"]
         claims = {
             "iss": self.url if tamper != "issuer" else "https://elsewhere.example.org",
-            "aud": self.config["client_id"], "azp": self.config["client_id"], "sub": user["sub"],
-            "iat": now if tamper != "expired" else now - 3600, "exp": now + 300 if tamper != "expired" else now - 3000,
-            "nonce": nonce, "name": user.get("name", ""), "given_name": user.get("given_name", ""),
-            "family_name": user.get("family_name", ""), "email": user.get("email", ""),
-            CLAIM + "message_type": "LtiResourceLinkRequest", CLAIM + "version": "1.3.0",
+            "aud": self.config["client_id"],
+            "azp": self.config["client_id"],
+            "sub": user["sub"],
+            "iat": now if tamper != "expired" else now - 3600,
+            "exp": now + 300 if tamper != "expired" else now - 3000,
+            "nonce": nonce,
+            "name": user.get("name", ""),
+            "given_name": user.get("given_name", ""),
+            "family_name": user.get("family_name", ""),
+            "email": user.get("email", ""),
+            CLAIM + "message_type": "LtiResourceLinkRequest",
+            CLAIM + "version": "1.3.0",
             CLAIM + "deployment_id": self.config["deployment_id"] if tamper != "deployment" else "elsewhere-9",
             CLAIM + "target_link_uri": self.config["tool"]["target_link_uri"],
             CLAIM + "resource_link": {"id": "link-jupyterhub", "title": "JupyterHub"},
-            CLAIM + "roles": user["roles"] if tamper != "unknown_roles" else [
-                "http://purl.imsglobal.org/vocab/lis/v2/membership#Mentor"],
-            CLAIM + "context": {"id": ctx["id"], "label": ctx["label"], "title": ctx["title"],
-                                "type": ["http://purl.imsglobal.org/vocab/lis/v2/course#CourseOffering"]},
+            CLAIM + "roles": user["roles"]
+            if tamper != "unknown_roles"
+            else ["http://purl.imsglobal.org/vocab/lis/v2/membership#Mentor"],
+            CLAIM + "context": {
+                "id": ctx["id"],
+                "label": ctx["label"],
+                "title": ctx["title"],
+                "type": ["http://purl.imsglobal.org/vocab/lis/v2/course#CourseOffering"],
+            },
             CLAIM + "tool_platform": {"guid": "test-platform", "name": "Test LMS", "product_family_code": "test"},
             AGS + "claim/endpoint": {"scope": sorted(SCOPES), "lineitems": self.lineitems_url()},
         }
@@ -117,8 +131,16 @@ class Platform:
         return f"{self.url}/ags/contexts/{self.config['context']['id']}/lineitems?type_id=1"
 
     def jwks(self) -> dict:
-        return {"keys": [{**RSAAlgorithm.to_jwk(self.key.public_key(), as_dict=True), "kid": self.kid,
-                          "alg": "RS256", "use": "sig"}]}
+        return {
+            "keys": [
+                {
+                    **RSAAlgorithm.to_jwk(self.key.public_key(), as_dict=True),
+                    "kid": self.kid,
+                    "alg": "RS256",
+                    "use": "sig",
+                }
+            ]
+        }
 
     # -- the token endpoint -------------------------------------------------------------
     def grant(self, form: dict) -> tuple[int, dict]:
@@ -130,8 +152,13 @@ class Platform:
             with urllib.request.urlopen(self.config["tool"]["jwks_url"], timeout=10) as answer:
                 keys = json.load(answer)["keys"]
             jwk = next(k for k in keys if k.get("kid") == header.get("kid"))
-            claims = jwt.decode(assertion, RSAAlgorithm.from_jwk(json.dumps(jwk)), algorithms=["RS256"],
-                                audience=f"{self.url}/token", options={"require": ["iss", "sub", "exp", "iat", "jti"]})
+            claims = jwt.decode(
+                assertion,
+                RSAAlgorithm.from_jwk(json.dumps(jwk)),
+                algorithms=["RS256"],
+                audience=f"{self.url}/token",
+                options={"require": ["iss", "sub", "exp", "iat", "jti"]},
+            )
         except (StopIteration, jwt.PyJWTError, OSError, ValueError) as error:
             return 401, {"error": "invalid_client", "error_description": str(error)}
         if claims["iss"] != self.config["client_id"] or claims["sub"] != self.config["client_id"]:
@@ -145,10 +172,15 @@ class Platform:
                 return 400, {"error": "invalid_scope"}
             token = secrets.token_urlsafe(24)
             self.tokens[token] = (scopes, time.time() + 3600)
-        return 200, {"access_token": token, "token_type": "Bearer", "expires_in": 3600, "scope": " ".join(sorted(scopes))}
+        return 200, {
+            "access_token": token,
+            "token_type": "Bearer",
+            "expires_in": 3600,
+            "scope": " ".join(sorted(scopes)),
+        }
 
     def scopes_of(self, authorization: str) -> set:
-        token = authorization[len("Bearer "):] if authorization.startswith("Bearer ") else ""
+        token = authorization[len("Bearer ") :] if authorization.startswith("Bearer ") else ""
         scopes, expires = self.tokens.get(token, (set(), 0))
         return scopes if time.time() < expires else set()
 
@@ -159,22 +191,30 @@ class Platform:
         for item in self.lineitems:
             for (line, user), result in sorted(self.results.items()):
                 if line == item["id"]:
-                    rows.append(f'<tr data-user="{html.escape(user)}" data-item="{html.escape(item["label"])}">'
-                                f"<td>{html.escape(names.get(user, user))}</td><td>{html.escape(item['label'])}</td>"
-                                f'<td class="score">{result["scoreGiven"]:g} / {result["scoreMaximum"]:g}</td>'
-                                f"<td>{html.escape(result.get('comment', ''))}</td></tr>")
-        return ("<html><head><title>Gradebook</title></head><body><h1>Gradebook</h1><table id='gradebook'>"
-                "<tr><th>Student</th><th>Assignment</th><th>Score</th><th>Comment</th></tr>"
-                + "".join(rows) + "</table></body></html>")
+                    rows.append(
+                        f'<tr data-user="{html.escape(user)}" data-item="{html.escape(item["label"])}">'
+                        f"<td>{html.escape(names.get(user, user))}</td><td>{html.escape(item['label'])}</td>"
+                        f'<td class="score">{result["scoreGiven"]:g} / {result["scoreMaximum"]:g}</td>'
+                        f"<td>{html.escape(result.get('comment', ''))}</td></tr>"
+                    )
+        return (
+            "<html><head><title>Gradebook</title></head><body><h1>Gradebook</h1><table id='gradebook'>"
+            "<tr><th>Student</th><th>Assignment</th><th>Score</th><th>Comment</th></tr>"
+            + "".join(rows)
+            + "</table></body></html>"
+        )
 
 
 def form_page(title: str, action: str, fields: dict, auto: bool, button: str) -> str:
-    inputs = "".join(f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(str(v))}">'
-                     for k, v in fields.items())
+    inputs = "".join(
+        f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(str(v))}">' for k, v in fields.items()
+    )
     script = "<script>document.forms[0].submit()</script>" if auto else ""
-    return (f"<html><head><title>{html.escape(title)}</title></head><body><h1>{html.escape(title)}</h1>"
-            f'<form method="post" action="{html.escape(action)}">{inputs}'
-            f'<button type="submit" id="launch">{html.escape(button)}</button></form>{script}</body></html>')
+    return (
+        f"<html><head><title>{html.escape(title)}</title></head><body><h1>{html.escape(title)}</h1>"
+        f'<form method="post" action="{html.escape(action)}">{inputs}'
+        f'<button type="submit" id="launch">{html.escape(button)}</button></form>{script}</body></html>'
+    )
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -221,22 +261,41 @@ class Handler(BaseHTTPRequestHandler):
         if path.startswith("/ags/") and (status := self.failure(path)):
             return self.answer(status, {"error": "injected failure"})
         if path == "/":
-            links = "".join(f'<li><a class="launch" data-user="{html.escape(u["sub"])}" '
-                            f'href="/launch?user={html.escape(u["sub"])}">JupyterHub as {html.escape(u["name"])}</a></li>'
-                            for u in p.config["users"])
-            return self.answer(200, f"<html><body><h1>{html.escape(p.config['context']['title'])}</h1>"
-                                    f"<ul>{links}</ul></body></html>", "text/html")
+            links = "".join(
+                f'<li><a class="launch" data-user="{html.escape(u["sub"])}" '
+                f'href="/launch?user={html.escape(u["sub"])}">JupyterHub as {html.escape(u["name"])}</a></li>'
+                for u in p.config["users"]
+            )
+            return self.answer(
+                200,
+                f"<html><body><h1>{html.escape(p.config['context']['title'])}</h1><ul>{links}</ul></body></html>",
+                "text/html",
+            )
         if path == "/launch":
             hint = secrets.token_urlsafe(12)
             with p.lock:
                 p.launches[hint] = {"user": query["user"], "tamper": query.get("tamper", "")}
-            fields = {"iss": p.url if query.get("tamper") != "login_issuer" else "https://elsewhere.example.org",
-                      "login_hint": query["user"], "target_link_uri": p.config["tool"]["target_link_uri"],
-                      "lti_message_hint": hint, "client_id": p.config["client_id"],
-                      "lti_deployment_id": p.config["deployment_id"] if query.get("tamper") != "login_deployment"
-                      else "elsewhere-9"}
-            return self.answer(200, form_page(p.config["context"]["title"], p.config["tool"]["login_url"], fields,
-                                              auto=False, button="Open JupyterHub"), "text/html")
+            fields = {
+                "iss": p.url if query.get("tamper") != "login_issuer" else "https://elsewhere.example.org",
+                "login_hint": query["user"],
+                "target_link_uri": p.config["tool"]["target_link_uri"],
+                "lti_message_hint": hint,
+                "client_id": p.config["client_id"],
+                "lti_deployment_id": p.config["deployment_id"]
+                if query.get("tamper") != "login_deployment"
+                else "elsewhere-9",
+            }
+            return self.answer(
+                200,
+                form_page(
+                    p.config["context"]["title"],
+                    p.config["tool"]["login_url"],
+                    fields,
+                    auto=False,
+                    button="Open JupyterHub",
+                ),
+                "text/html",
+            )
         if path == "/auth":
             return self.authorize(query)
         if path == "/jwks":
@@ -247,8 +306,14 @@ class Handler(BaseHTTPRequestHandler):
             return self.answer(200, p.gradebook_html(), "text/html")
         if path == "/test/state":
             with p.lock:
-                return self.answer(200, {"lineitems": p.lineitems, "score_log": p.score_log,
-                                         "results": [dict(v, lineitem=k[0]) for k, v in p.results.items()]})
+                return self.answer(
+                    200,
+                    {
+                        "lineitems": p.lineitems,
+                        "score_log": p.score_log,
+                        "results": [dict(v, lineitem=k[0]) for k, v in p.results.items()],
+                    },
+                )
         if path == "/test/fail" and self.command == "POST":
             with p.lock:
                 p.failures = [json.loads(body)] if body else []
@@ -263,16 +328,29 @@ class Handler(BaseHTTPRequestHandler):
         tool = p.config["tool"]
         if q.get("redirect_uri") not in tool["redirect_uris"] or q.get("client_id") != p.config["client_id"]:
             return self.answer(400, "unknown client_id or unregistered redirect_uri", "text/plain")
-        problems = [name for name, wanted in (("scope", "openid"), ("response_type", "id_token"),
-                                              ("response_mode", "form_post"), ("prompt", "none"))
-                    if q.get(name) != wanted]
+        problems = [
+            name
+            for name, wanted in (
+                ("scope", "openid"),
+                ("response_type", "id_token"),
+                ("response_mode", "form_post"),
+                ("prompt", "none"),
+            )
+            if q.get(name) != wanted
+        ]
         launch = p.launches.get(q.get("lti_message_hint", ""))
         if problems or not q.get("nonce") or not q.get("state") or not launch or launch["user"] != q.get("login_hint"):
-            return self.answer(400, f"invalid authentication request: {problems or 'hints, nonce or state'}",
-                               "text/plain")
+            return self.answer(
+                400, f"invalid authentication request: {problems or 'hints, nonce or state'}", "text/plain"
+            )
         token = p.id_token(launch, q["nonce"])
-        return self.answer(200, form_page("Launching", q["redirect_uri"], {"id_token": token, "state": q["state"]},
-                                          auto=True, button="Continue"), "text/html")
+        return self.answer(
+            200,
+            form_page(
+                "Launching", q["redirect_uri"], {"id_token": token, "state": q["state"]}, auto=True, button="Continue"
+            ),
+            "text/html",
+        )
 
     def ags(self, path: str, query: dict, body: bytes):
         """AGS 2.0: line items, scores and results, under a bearer token with the right scope."""
@@ -290,17 +368,27 @@ class Handler(BaseHTTPRequestHandler):
             if self.command == "GET":
                 if not scopes & {AGS + "scope/lineitem", AGS + "scope/lineitem.readonly"}:
                     return self.answer(403, {"error": "scope"})
-                items = [i for i in p.lineitems if all(
-                    i.get(field) == query[param] for param, field in (("resource_id", "resourceId"),
-                                                                      ("resource_link_id", "resourceLinkId"),
-                                                                      ("tag", "tag")) if param in query)]
+                items = [
+                    i
+                    for i in p.lineitems
+                    if all(
+                        i.get(field) == query[param]
+                        for param, field in (
+                            ("resource_id", "resourceId"),
+                            ("resource_link_id", "resourceLinkId"),
+                            ("tag", "tag"),
+                        )
+                        if param in query
+                    )
+                ]
                 start = int(query.get("from", 0))
                 headers = {}
                 if start + PAGE < len(items):
                     rest = {k: v for k, v in query.items() if k != "from"}
                     headers["Link"] = f'<{base}?{urlencode({**rest, "from": start + PAGE})}>; rel="next"'
-                return self.answer(200, items[start:start + PAGE], "application/vnd.ims.lis.v2.lineitemcontainer+json",
-                                   headers)
+                return self.answer(
+                    200, items[start : start + PAGE], "application/vnd.ims.lis.v2.lineitemcontainer+json", headers
+                )
             if AGS + "scope/lineitem" not in scopes:
                 return self.answer(403, {"error": "scope"})
             if self.headers.get("Content-Type") != "application/vnd.ims.lis.v2.lineitem+json":
@@ -320,11 +408,22 @@ class Handler(BaseHTTPRequestHandler):
         if segments[6] == "results" and self.command == "GET":
             if AGS + "scope/result.readonly" not in scopes:
                 return self.answer(403, {"error": "scope"})
-            return self.answer(200, [{"id": f"{item['id']}&result={user}", "scoreOf": item["id"], "userId": user,
-                                      "resultScore": r["scoreGiven"], "resultMaximum": r["scoreMaximum"],
-                                      "comment": r.get("comment", "")}
-                                     for (line, user), r in p.results.items() if line == item["id"]],
-                               "application/vnd.ims.lis.v2.resultcontainer+json")
+            return self.answer(
+                200,
+                [
+                    {
+                        "id": f"{item['id']}&result={user}",
+                        "scoreOf": item["id"],
+                        "userId": user,
+                        "resultScore": r["scoreGiven"],
+                        "resultMaximum": r["scoreMaximum"],
+                        "comment": r.get("comment", ""),
+                    }
+                    for (line, user), r in p.results.items()
+                    if line == item["id"]
+                ],
+                "application/vnd.ims.lis.v2.resultcontainer+json",
+            )
         if segments[6] == "scores" and self.command == "POST":
             return self.score(item, scopes, body)
         return self.answer(404, {"error": "not found"})
@@ -363,9 +462,19 @@ def main() -> None:
     handler = type("BoundHandler", (Handler,), {"platform": platform})
     server = ThreadingHTTPServer(("127.0.0.1", int(config.get("port", 0))), handler)
     platform.url = f"http://127.0.0.1:{server.server_address[1]}"
-    print(json.dumps({"url": platform.url, "issuer": platform.url, "login_url": f"{platform.url}/auth",
-                      "jwks_url": f"{platform.url}/jwks", "token_url": f"{platform.url}/token",
-                      "lineitems": platform.lineitems_url()}), flush=True)
+    print(
+        json.dumps(
+            {
+                "url": platform.url,
+                "issuer": platform.url,
+                "login_url": f"{platform.url}/auth",
+                "jwks_url": f"{platform.url}/jwks",
+                "token_url": f"{platform.url}/token",
+                "lineitems": platform.lineitems_url(),
+            }
+        ),
+        flush=True,
+    )
     server.serve_forever()
 
 

@@ -1,6 +1,7 @@
 """The shared submission kit: student notebooks made from the exercises, with
 the scores they must get computed from the lesson's own points (never restated
 as numbers), for every test that grades."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,8 +20,11 @@ def first_wrong(assignment: str) -> cells.WrongAnswer:
 def points(assignment: str) -> dict[str, int]:
     """Points of each autograded test cell, from the released exercise."""
     nb = exercise(assignment)
-    return {c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]["points"] for c in nb.cells
-            if c.cell_type == "code" and c.metadata["nbgrader"].get("grade")}
+    return {
+        c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]["points"]
+        for c in nb.cells
+        if c.cell_type == "code" and c.metadata["nbgrader"].get("grade")
+    }
 
 
 def full_score(assignment: str) -> int:
@@ -31,8 +35,8 @@ def full_score(assignment: str) -> int:
 class Submission:
     student: str
     notebook: nbformat.NotebookNode
-    score: int                 # the autograded score it must get
-    failed: tuple[str, ...]    # the graded test cells that must fail
+    score: int  # the autograded score it must get
+    failed: tuple[str, ...]  # the graded test cells that must fail
 
 
 def standard(assignment: str) -> list[Submission]:
@@ -43,6 +47,10 @@ def standard(assignment: str) -> list[Submission]:
     return [
         Submission("correct", answered(assignment), full, ()),
         Submission("blank", exercise(assignment), 0, tests),
-        Submission("one_wrong", answered(assignment, {wrong.answer_id: wrong.code}),
-                   full - points(assignment)[wrong.fails], (wrong.fails,)),
+        Submission(
+            "one_wrong",
+            answered(assignment, {wrong.answer_id: wrong.code}),
+            full - points(assignment)[wrong.fails],
+            (wrong.fails,),
+        ),
     ]

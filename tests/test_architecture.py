@@ -1,6 +1,7 @@
 """The code's shape, read from its imports with the standard ast module: no import circle
 anywhere, arrows only downward through the grader's layers, internal imports at the top of
 a module, no module over 500 lines, and the course build (tools/) never imported by the grader."""
+
 from __future__ import annotations
 
 import ast
@@ -14,8 +15,8 @@ pytestmark = pytest.mark.unit
 
 # The grader's layers, lowest first. A module may import its own layer or a lower one.
 LAYERS = {
-    "kernel": {"sandbox", "template", "template_server", "runner", "trusted"},   # fork server, sandbox, launch
-    "engine": {"collect", "restore", "execute", "course", "settings"},          # run these notebooks
+    "kernel": {"sandbox", "template", "template_server", "runner", "trusted"},  # fork server, sandbox, launch
+    "engine": {"collect", "restore", "execute", "course", "settings"},  # run these notebooks
     "adapters": {"pipeline", "feedback", "grade", "cluster", "export", "report", "lms"},  # nbgrader and the LMS
     "cli": {"__main__"},
 }
@@ -62,7 +63,7 @@ def test_no_import_circle():
         state[node] = "open"
         for nxt in sorted(edges[node]):
             if state.get(nxt) == "open":
-                pytest.fail("import circle: " + " -> ".join(trail[trail.index(nxt):] + [nxt]))
+                pytest.fail("import circle: " + " -> ".join(trail[trail.index(nxt) :] + [nxt]))
             if nxt not in state:
                 visit(nxt, trail + [nxt])
         state[node] = "done"
@@ -76,8 +77,13 @@ def test_arrows_point_down_through_the_layers():
     edges = graph()
     grader = {n.split(".", 1)[1] for n in edges if n.startswith("grader.")}
     assert grader == set(RANK), f"put every grader module in a layer: {sorted(grader ^ set(RANK))}"
-    upward = [f"{a} -> {b}" for a, targets in edges.items() if a.startswith("grader.") for b in targets
-              if b.startswith("grader.") and RANK[b.split(".", 1)[1]] > RANK[a.split(".", 1)[1]]]
+    upward = [
+        f"{a} -> {b}"
+        for a, targets in edges.items()
+        if a.startswith("grader.")
+        for b in targets
+        if b.startswith("grader.") and RANK[b.split(".", 1)[1]] > RANK[a.split(".", 1)[1]]
+    ]
     assert not upward, upward
 
 
@@ -91,18 +97,30 @@ def test_the_kernel_layer_imports_neither_nbgrader_nor_the_engine():
 
 
 def test_the_grader_never_imports_the_course_build():
-    assert not [f"{a} -> {b}" for a, targets in graph().items() if a.startswith("grader")
-                for b in targets if b.startswith("tools")]
+    assert not [
+        f"{a} -> {b}"
+        for a, targets in graph().items()
+        if a.startswith("grader")
+        for b in targets
+        if b.startswith("tools")
+    ]
 
 
 def test_internal_imports_are_at_the_top_of_the_module():
     known = modules()
-    lazy = [f"{name} imports {target} inside a function" for name, path in known.items()
-            for target, at_top in imports(name, path, known) if not at_top and name != "tools.notebooks"]
+    lazy = [
+        f"{name} imports {target} inside a function"
+        for name, path in known.items()
+        for target, at_top in imports(name, path, known)
+        if not at_top and name != "tools.notebooks"
+    ]
     assert not lazy, lazy
 
 
 def test_no_module_of_the_grader_or_the_build_is_over_500_lines():
-    long = {str(p.relative_to(ROOT)): n for p in modules().values()
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in modules().values()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
     assert not long, long

@@ -1,5 +1,6 @@
 """End to end through nbgrader's own autograder: the standard submissions of
 each exercise (correct, blank, one item wrong) get exactly their scores."""
+
 import nbformat
 import submissions
 
@@ -23,8 +24,9 @@ def check_autograde(tmp_path, assignment):
     with Gradebook(course.load_config(tmp_path).CourseDirectory.db_url) as gradebook:
         assert gradebook.find_submission(assignment, "correct").max_code_score == submissions.full_score(assignment)
         for handed_in in kit:
-            assert gradebook.find_submission(assignment, handed_in.student).code_score == handed_in.score, \
+            assert gradebook.find_submission(assignment, handed_in.student).code_score == handed_in.score, (
                 handed_in.student
+            )
             for test_id in submissions.points(assignment):
                 grade = gradebook.find_grade(test_id, assignment, assignment, handed_in.student)
                 assert (grade.score == 0) == (test_id in handed_in.failed), (handed_in.student, test_id)
@@ -33,6 +35,7 @@ def check_autograde(tmp_path, assignment):
 # One test class per lesson: pytest-xdist (--dist loadscope) hands classes to
 # different workers, so the lessons are graded side by side.
 for _assignment in ASSIGNMENTS:
+
     def _test(self, tmp_path, assignment=_assignment):
         check_autograde(tmp_path, assignment)
 

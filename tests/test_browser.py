@@ -6,6 +6,7 @@ Screenshots of each step go to `screenshots/` (git-ignored). Saves from the
 browser write back the stored notebooks unchanged (see labserver.browser_args),
 so the test leaves the repository as it found it.
 """
+
 import os
 
 import labserver
@@ -14,8 +15,16 @@ import pytest
 from conftest import ROOT
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 SHOTS = ROOT / "screenshots"
 # The prompts of every code cell in the open notebook show an execution count.
 ALL_RAN = """() => {
@@ -25,8 +34,11 @@ ALL_RAN = """() => {
 }"""
 
 if not os.access(CHROMIUM, os.X_OK):
-    pytest.skip(f"{CHROMIUM} is absent: install Debian's chromium (apt-get install chromium; "
-                ".ci/run does) to run the browser test", allow_module_level=True)
+    pytest.skip(
+        f"{CHROMIUM} is absent: install Debian's chromium (apt-get install chromium; "
+        ".ci/run does) to run the browser test",
+        allow_module_level=True,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +109,10 @@ def test_a_lecture_runs_in_jupyterlab(page):
     notebook.locator(".jp-MarkdownCell", has_text="Layers and blocks").first.wait_for()
     menu(page, "Edit", "editmenu:clear-all")
     outputs = notebook.locator(".jp-OutputArea-output")
-    page.wait_for_function("n => document.querySelectorAll("
-                           "'.jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output').length === n", arg=0)
+    page.wait_for_function(
+        "n => document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output').length === n",
+        arg=0,
+    )
     shot(page, "01_lecture_cleared")
     run_all(page)
     page.wait_for_function(ALL_RAN, timeout=120_000)

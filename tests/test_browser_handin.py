@@ -11,6 +11,7 @@ is empty: Formgrader grades it 0 and shows why.
 Two servers, as on two machines, share one exchange folder. Screenshots of
 each step go to `screenshots/handin_*.png` (git-ignored).
 """
+
 import os
 import time
 from pathlib import Path
@@ -30,8 +31,16 @@ COURSE = "pytorch-building-blocks"
 BIN = grader_cases.BIN
 # Debian's chromium, as in test_browser.py (never a browser download).
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 SHOTS = ROOT / "screenshots"
 
 
@@ -47,8 +56,16 @@ def jupyter_lab(folder: Path, settings: Path, env: dict):
     args, _ = labserver.browser_args(settings)
     # Saves must reach the disk here: the student's answers are what gets handed in.
     args = [a for a in args.split() if "pre_save_hook" not in a]
-    command = [str(BIN / "jupyter"), "lab", f"--ServerApp.root_dir={folder}", f"--port={port}", "--no-browser",
-               "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={labserver.TOKEN}", *args]
+    command = [
+        str(BIN / "jupyter"),
+        "lab",
+        f"--ServerApp.root_dir={folder}",
+        f"--port={port}",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--IdentityProvider.token={labserver.TOKEN}",
+        *args,
+    ]
     if os.geteuid() == 0:
         command.append("--allow-root")
     return port, labserver.running(command, folder, env, port)
@@ -81,7 +98,9 @@ def people(tmp_path_factory):
         # nbgrader would name the student after the login (one machine, one login here).
         "c.CourseDirectory.student_id = 'ana'\n"
         f"c.Exchange.root = {str(exchange)!r}\n"
-        "c.Exchange.path_includes_course = True\n", encoding="utf-8")
+        "c.Exchange.path_includes_course = True\n",
+        encoding="utf-8",
+    )
     base = grader_cases.cli_env()
     base.pop("JUPYTER_CONFIG_DIR", None)
     # The instructor's server holds secrets student code must never see.
@@ -177,7 +196,8 @@ def test_2_student_fetches_writes_validates_and_submits(people):
     menu(page, "File", "docmanager:save")
     page.wait_for_function(
         "() => !document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-mod-dirty')"
-        " && !document.querySelector('.lm-TabBar-tab.jp-mod-dirty')")
+        " && !document.querySelector('.lm-TabBar-tab.jp-mod-dirty')"
+    )
     shot(page, "03_student_answered")
     saved = nbformat.read(people["home"] / path, as_version=4)
     for mine, model in zip(saved.cells, answers.cells):
@@ -208,9 +228,16 @@ def test_3_instructor_collects_and_autogrades_in_formgrader(people):
     zoe = people["tmp"] / "zoe"
     (zoe / COURSE / A).mkdir(parents=True)
     (zoe / COURSE / A / f"{A}.ipynb").write_bytes(b"")
-    grader_cases.nbgrader(zoe, "submit", A, f"--course={COURSE}", "--student=zoe",
-                          f"--Exchange.root={people['exchange']}", "--Exchange.path_includes_course=True",
-                          f"--Exchange.cache={zoe / '.cache'}")
+    grader_cases.nbgrader(
+        zoe,
+        "submit",
+        A,
+        f"--course={COURSE}",
+        "--student=zoe",
+        f"--Exchange.root={people['exchange']}",
+        "--Exchange.path_includes_course=True",
+        f"--Exchange.cache={zoe / '.cache'}",
+    )
 
     page = formgrader(people["teacher"])
     assignment_row(page).locator(".collect a").click()

@@ -7,6 +7,7 @@ test. Honest notebooks (magics, plots, seeds, warnings while a test runs) keep
 full marks and no flag. The other paths (nbgrader's CLI, Formgrader, Dask, the
 hub) run the same engine; their modules grade a cheat of their own.
 """
+
 from __future__ import annotations
 
 import cheats
@@ -46,8 +47,12 @@ def graded(tmp_path_factory):
     rows = grade.run(grade.Options(A, folder, jobs=2, root=root, cell_timeout=30, notebook_timeout=120))
     export.write_csv(rows, tmp / "grades.csv")
     pages = feedback.generate(A, root=root)
-    return {"rows": {r.student_id: r for r in rows}, "root": root, "csv": tmp / "grades.csv",
-            "feedback": {page.parent.parent.name: page.read_text() for page in pages}}
+    return {
+        "rows": {r.student_id: r for r in rows},
+        "root": root,
+        "csv": tmp / "grades.csv",
+        "feedback": {page.parent.parent.name: page.read_text() for page in pages},
+    }
 
 
 @pytest.mark.parametrize("cheat", cheats.CHEATS, ids=lambda c: c.name)

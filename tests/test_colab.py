@@ -1,6 +1,7 @@
 """Colab, the students' second front door: every notebook opens itself there,
 lesson 7 asks for a GPU, exercises run with nothing but Colab's own packages,
 and a notebook as Colab saves it still grades correctly through nbgrader."""
+
 from __future__ import annotations
 
 import copy
@@ -23,8 +24,9 @@ import submissions
 from conftest import ASSIGNMENTS, ROOT
 from tools import course, notebooks
 
-FRONT_DOORS = sorted(str(p.relative_to(ROOT)) for p in
-                     [*ROOT.glob("course/*.ipynb"), *ROOT.glob("exercises/*/*.ipynb")])
+FRONT_DOORS = sorted(
+    str(p.relative_to(ROOT)) for p in [*ROOT.glob("course/*.ipynb"), *ROOT.glob("exercises/*/*.ipynb")]
+)
 SOLUTIONS = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("solutions/*/*.ipynb"))
 BADGE_URL = re.compile(r"\]\((https://colab\.research\.google\.com/github/[^)\s]+)\)")
 COLAB_HOST_PATH = "colab.research.google.com/github/"
@@ -35,6 +37,7 @@ def _read(path: str):
 
 
 # --- Open in Colab badges ----------------------------------------------------
+
 
 @pytest.mark.parametrize("path", FRONT_DOORS + SOLUTIONS)
 def test_badge_opens_the_notebooks_own_file_on_colab(path):
@@ -53,14 +56,22 @@ def test_badge_opens_the_notebooks_own_file_on_colab(path):
 
 def _project_files():
     """Files of the working tree that git would see (tracked or not ignored)."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     return [ROOT / name for name in listed if name and (ROOT / name).is_file()]
 
 
 def test_the_repository_location_is_set_in_one_place():
     assert re.fullmatch(r"[\w.-]+/[\w.-]+", notebooks.REPOSITORY)
-    builder = (ROOT / "tools" / "notebooks.py").read_text(encoding="utf-8")
+    builder = (ROOT / "tools" / "source.py").read_text(encoding="utf-8")
     assert builder.count(f'"{notebooks.REPOSITORY}"') == 1
     elsewhere = []
     for path in _project_files():
@@ -71,7 +82,7 @@ def test_the_repository_location_is_set_in_one_place():
         if notebooks.REPOSITORY not in text and COLAB_HOST_PATH not in text:
             continue
         name = str(path.relative_to(ROOT))
-        if name in {"tools/notebooks.py", "tests/test_colab.py"}:  # the setting, and this check
+        if name in {"tools/source.py", "tests/test_colab.py"}:  # the setting, and this check
             continue
         if path.suffix == ".ipynb":
             cells = nbformat.reads(text, as_version=4).cells
@@ -93,11 +104,13 @@ def test_colab_specific_code_only_in_the_first_code_cell(path):
     for cell in code[1:]:
         assert not COLAB_ONLY_CODE.search(cell.source), f"Colab-only code outside the first code cell:\n{cell.source}"
     if code and COLAB_ONLY_CODE.search(code[0].source):
-        assert "google.colab" in code[0].source and "sys.modules" in code[0].source, \
+        assert "google.colab" in code[0].source and "sys.modules" in code[0].source, (
             "Colab-only set-up must run only on Colab (check 'google.colab' in sys.modules)"
+        )
 
 
 # --- GPU runtime for lesson 7 --------------------------------------------------
+
 
 def test_a_gpu_lesson_asks_colab_for_the_runtime_colab_writes():
     """The lessons whose header says `gpu: true`; Colab's own metadata for a T4 runtime."""
@@ -113,7 +126,9 @@ def test_gpu_runtime_metadata(path):
         assert meta.get("accelerator") == "GPU", "Colab offers a GPU only with accelerator: GPU"
         assert meta.get("colab") == {"gpuType": "T4", "provenance": []}
     else:
-        assert "accelerator" not in meta and "colab" not in meta, "only lessons whose header says gpu: true ask for a GPU"
+        assert "accelerator" not in meta and "colab" not in meta, (
+            "only lessons whose header says gpu: true ask for a GPU"
+        )
 
 
 def test_metadata_only_change_keeps_stored_outputs(tmp_path, demo_lesson):
@@ -148,8 +163,11 @@ COLAB_PINS = {"numpy": "numpy==2.1.3", "matplotlib": "matplotlib==3.10.0", "ipyk
 
 
 def _pins() -> list[str]:
-    torch_pin = [line.strip() for line in (ROOT / "requirements.txt").read_text().splitlines()
-                 if re.match(r"torch\s*==", line.strip())]
+    torch_pin = [
+        line.strip()
+        for line in (ROOT / "requirements.txt").read_text().splitlines()
+        if re.match(r"torch\s*==", line.strip())
+    ]
     assert len(torch_pin) == 1, "requirements.txt must pin torch exactly once"
     return torch_pin + list(COLAB_PINS.values())
 
@@ -167,13 +185,29 @@ def fresh_python():
             shutil.rmtree(FRESH, ignore_errors=True)
             base = getattr(sys, "_base_executable", sys.executable)
             subprocess.run([base, "-m", "venv", str(FRESH)], check=True)
-            subprocess.run([str(FRESH / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                            "--disable-pip-version-check", *pins], check=True)
+            subprocess.run(
+                [
+                    str(FRESH / "bin" / "python"),
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    *pins,
+                ],
+                check=True,
+            )
             kernel = FRESH / "share" / "jupyter" / "kernels" / "colab-like"
             kernel.mkdir(parents=True)
-            (kernel / "kernel.json").write_text(json.dumps({
-                "argv": [str(FRESH / "bin" / "python"), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                "display_name": "Colab-like (torch, numpy, matplotlib)", "language": "python"}))
+            (kernel / "kernel.json").write_text(
+                json.dumps(
+                    {
+                        "argv": [str(FRESH / "bin" / "python"), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                        "display_name": "Colab-like (torch, numpy, matplotlib)",
+                        "language": "python",
+                    }
+                )
+            )
             stamp.write_text("\n".join(pins))
     return FRESH
 
@@ -203,22 +237,34 @@ def test_solution_runs_alone_with_only_colabs_packages(fresh_python, tmp_path, a
     shutil.copy(ROOT / "solutions" / assignment / name, folder / name)
     nb = nbformat.read(folder / name, as_version=4)
     assert any("### BEGIN HIDDEN TESTS" in c.source for c in nb.cells), "no hidden tests to run"
-    nb.cells.insert(0, nbformat.v4.new_code_cell(
-        ISOLATION_CHECK.format(prefix=str(fresh_python), name=name,
-                               versions={pin.split("==")[0]: pin.split("==")[1] for pin in COLAB_PINS.values()}),
-        id="isolation-check"))
+    nb.cells.insert(
+        0,
+        nbformat.v4.new_code_cell(
+            ISOLATION_CHECK.format(
+                prefix=str(fresh_python),
+                name=name,
+                versions={pin.split("==")[0]: pin.split("==")[1] for pin in COLAB_PINS.values()},
+            ),
+            id="isolation-check",
+        ),
+    )
 
     # The kernel sees nothing of this repository or of the test run's environment.
-    env = {k: v for k, v in os.environ.items()
-           if k not in {"PYTHONPATH", "VIRTUAL_ENV", "MPLBACKEND", "JUPYTER_PATH", "JUPYTER_CONFIG_DIR"}
-           and not k.startswith(("PYTEST", "COV_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"PYTHONPATH", "VIRTUAL_ENV", "MPLBACKEND", "JUPYTER_PATH", "JUPYTER_CONFIG_DIR"}
+        and not k.startswith(("PYTEST", "COV_"))
+    }
     path = [p for p in env.get("PATH", "").split(os.pathsep) if not p.startswith(str(ROOT))]
     env["PATH"] = os.pathsep.join([str(fresh_python / "bin"), *path])
-    specs = KernelSpecManager(kernel_dirs=[str(fresh_python / "share" / "jupyter" / "kernels")],
-                              ensure_native_kernel=False)
+    specs = KernelSpecManager(
+        kernel_dirs=[str(fresh_python / "share" / "jupyter" / "kernels")], ensure_native_kernel=False
+    )
     manager = KernelManager(kernel_spec_manager=specs, kernel_name="colab-like")
-    client = NotebookClient(nb, km=manager, timeout=120, allow_errors=True,
-                            resources={"metadata": {"path": str(folder)}})
+    client = NotebookClient(
+        nb, km=manager, timeout=120, allow_errors=True, resources={"metadata": {"path": str(folder)}}
+    )
     client.execute(env=env)
 
     failures = []
@@ -231,6 +277,7 @@ def test_solution_runs_alone_with_only_colabs_packages(fresh_python, tmp_path, a
 
 
 # --- A notebook as Colab saves it still grades ----------------------------------------
+
 
 def _colab_id(rng: random.Random) -> str:
     return "".join(rng.choice(string.ascii_letters + string.digits + "-_") for _ in range(12))
@@ -246,11 +293,16 @@ def as_colab_saves(nb, name: str, gpu: bool, seed: int = 0) -> str:
     colab = {"provenance": [], "name": name, "toc_visible": True}
     if gpu:
         colab["gpuType"] = "T4"
-    saved = {"nbformat": 4, "nbformat_minor": 0,
-             "metadata": {"colab": colab,
-                          "kernelspec": {"name": "python3", "display_name": "Python 3"},
-                          "language_info": {"name": "python"}},
-             "cells": []}
+    saved = {
+        "nbformat": 4,
+        "nbformat_minor": 0,
+        "metadata": {
+            "colab": colab,
+            "kernelspec": {"name": "python3", "display_name": "Python 3"},
+            "language_info": {"name": "python"},
+        },
+        "cells": [],
+    }
     if gpu:
         saved["metadata"]["accelerator"] = "GPU"
     count = 0
@@ -293,10 +345,12 @@ def test_a_colab_download_grades_like_the_original(tmp_path, assignment):
     downloads = tmp_path / "downloads"
     downloads.mkdir()
     for seed, (student, nb) in enumerate(handed_in.items()):
-        (downloads / f"{student}.ipynb").write_text(as_colab_saves(nb, f"{assignment}.ipynb", gpu, seed),
-                                                    encoding="utf-8")
-    rows = grade.run(grade.Options(assignment, downloads, jobs=2, cell_timeout=60, root=tmp_path,
-                                   sandbox=sandbox.available()))
+        (downloads / f"{student}.ipynb").write_text(
+            as_colab_saves(nb, f"{assignment}.ipynb", gpu, seed), encoding="utf-8"
+        )
+    rows = grade.run(
+        grade.Options(assignment, downloads, jobs=2, cell_timeout=60, root=tmp_path, sandbox=sandbox.available())
+    )
     points = submissions.points(assignment)
     total = sum(points.values())
     by_student = {row.student_id: row for row in rows}
@@ -309,6 +363,5 @@ def test_a_colab_download_grades_like_the_original(tmp_path, assignment):
     # Colab's own metadata is no tampering: nothing to report on a clean download.
     assert by_student["correct"].detail == ""
     # nbgrader ran the graded copy on the course's kernelspec, not Colab's.
-    autograded = nbformat.read(tmp_path / "autograded" / "correct" / assignment / f"{assignment}.ipynb",
-                               as_version=4)
+    autograded = nbformat.read(tmp_path / "autograded" / "correct" / assignment / f"{assignment}.ipynb", as_version=4)
     assert autograded.metadata["kernelspec"]["name"] == "python3"

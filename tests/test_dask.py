@@ -4,6 +4,7 @@ run, the student code still runs sandboxed, a worker killed in the middle of a
 task loses no student, a task asking for a resource no worker offers is refused
 at once, and every process is gone afterwards. TLS, a GPU worker and
 `--scheduler local`: test_dask_deploy.py."""
+
 import subprocess
 import sys
 import threading
@@ -37,14 +38,49 @@ def dask_cluster(logs: Path, workers: list[list[str]], protocol="tcp", tls: list
     port = free_port()
     address = f"{protocol}://127.0.0.1:{port}"
     env = grader_cases.cli_env(DASK_DISTRIBUTED__WORKER__DAEMON="False")
-    processes = [subprocess.Popen([BIN / "dask", "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                   "--protocol", protocol, "--no-dashboard", *tls], env=env,
-                                  stdout=open(logs / "scheduler.log", "w"), stderr=subprocess.STDOUT)]
+    processes = [
+        subprocess.Popen(
+            [
+                BIN / "dask",
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--protocol",
+                protocol,
+                "--no-dashboard",
+                *tls,
+            ],
+            env=env,
+            stdout=open(logs / "scheduler.log", "w"),
+            stderr=subprocess.STDOUT,
+        )
+    ]
     for i, extra in enumerate(workers):
-        processes.append(subprocess.Popen(
-            [BIN / "dask", "worker", address, "--nthreads", "1", "--nworkers", "1", "--host", "127.0.0.1",
-             "--no-dashboard", "--name", f"w{i}", *tls, *extra], env=env,
-            stdout=open(logs / f"worker{i}.log", "w"), stderr=subprocess.STDOUT))
+        processes.append(
+            subprocess.Popen(
+                [
+                    BIN / "dask",
+                    "worker",
+                    address,
+                    "--nthreads",
+                    "1",
+                    "--nworkers",
+                    "1",
+                    "--host",
+                    "127.0.0.1",
+                    "--no-dashboard",
+                    "--name",
+                    f"w{i}",
+                    *tls,
+                    *extra,
+                ],
+                env=env,
+                stdout=open(logs / f"worker{i}.log", "w"),
+                stderr=subprocess.STDOUT,
+            )
+        )
     started = [psutil.Process(p.pid) for p in processes]
     try:
         with Client(address, timeout="30s") as client:
@@ -105,8 +141,13 @@ def test_rows_on_the_cluster_equal_a_single_job_run(cluster, tmp_path):
     assert set(on_cluster) == set(single) == {"correct", "blank", "one_wrong", "dies", "empty", "forger"}
     for student, row in single.items():
         other = on_cluster[student]
-        assert (other.score, other.status, other.detail, other.items, other.flags) == \
-            (row.score, row.status, row.detail, row.items, row.flags)
+        assert (other.score, other.status, other.detail, other.items, other.flags) == (
+            row.score,
+            row.status,
+            row.detail,
+            row.items,
+            row.flags,
+        )
     assert (single["forger"].score, single["forger"].status) == (0, "flagged")
     assert "input transformers" in single["forger"].flags
     for submission in submissions.standard(A):
@@ -154,14 +195,16 @@ def test_a_worker_that_dies_mid_task_loses_no_student(cluster, tmp_path):
         nb.cells.insert(3, nbformat.v4.new_code_cell(SLOW))
         nbformat.write(nb, folder / f"{student}.ipynb")
     killed, left = [], []
-    killer = threading.Thread(target=lambda: killed.append(
-        _kill_a_worker_while_it_grades(cluster["workers"][0], time.monotonic() + 90, left)))
+    killer = threading.Thread(
+        target=lambda: killed.append(_kill_a_worker_while_it_grades(cluster["workers"][0], time.monotonic() + 90, left))
+    )
     killer.start()
     rows = _grade(tmp_path, folder, scheduler=cluster["address"], jobs=2)
     killer.join()
     assert killed == [True], "the test never caught a worker in the middle of a task"
-    assert {s: (r.status, r.score) for s, r in rows.items()} == \
-        {s: ("graded", grader_cases.FULL) for s in ("eva", "fay", "gus")}
+    assert {s: (r.status, r.score) for s, r in rows.items()} == {
+        s: ("graded", grader_cases.FULL) for s in ("eva", "fay", "gus")
+    }
     _, alive = psutil.wait_procs(left, timeout=15)
     assert alive == [], f"the killed worker's kernels outlived it: {alive}"
 

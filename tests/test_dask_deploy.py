@@ -2,6 +2,7 @@
 test_dask.py so that pytest-xdist runs them beside its shared cluster): TLS
 between every node with a worker offering `--resources GPU=1`, as README's
 "Running a large class" describes, and `--scheduler local`."""
+
 import subprocess
 
 import grader_cases
@@ -20,8 +21,26 @@ def test_tls_cluster_with_a_gpu_worker(tmp_path):
     from distributed import Client
 
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-keyout", key,
-                    "-out", cert, "-subj", "/CN=course-grader-test"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-keyout",
+            key,
+            "-out",
+            cert,
+            "-subj",
+            "/CN=course-grader-test",
+        ],
+        check=True,
+        capture_output=True,
+    )
     tls = ["--tls-ca-file", str(cert), "--tls-cert", str(cert), "--tls-key", str(key)]
     folder = tmp_path / "pair"
     folder.mkdir()
@@ -29,12 +48,17 @@ def test_tls_cluster_with_a_gpu_worker(tmp_path):
     (folder / "dee.ipynb").write_text("{")
     logs = tmp_path / "logs"
     logs.mkdir()
-    client_tls = {"distributed.comm.tls.ca-file": str(cert), "distributed.comm.tls.client.cert": str(cert),
-                  "distributed.comm.tls.client.key": str(key), "distributed.comm.require-encryption": True}
-    with dask.config.set(client_tls), \
-            dask_cluster(logs, [["--resources", "GPU=1"]], protocol="tls", tls=tls) as started:
-        with dask.config.set({"distributed.comm.require-encryption": False}), \
-                pytest.raises((OSError, TimeoutError)):
+    client_tls = {
+        "distributed.comm.tls.ca-file": str(cert),
+        "distributed.comm.tls.client.cert": str(cert),
+        "distributed.comm.tls.client.key": str(key),
+        "distributed.comm.require-encryption": True,
+    }
+    with (
+        dask.config.set(client_tls),
+        dask_cluster(logs, [["--resources", "GPU=1"]], protocol="tls", tls=tls) as started,
+    ):
+        with dask.config.set({"distributed.comm.require-encryption": False}), pytest.raises((OSError, TimeoutError)):
             Client(started["address"].replace("tls://", "tcp://"), timeout="5s")  # nothing answers without TLS
         rows = _grade(tmp_path, folder, scheduler=started["address"], jobs=1, resources={"GPU": 1})
     assert (rows["ana"].status, rows["ana"].score) == ("graded", grader_cases.FULL)

@@ -2,6 +2,7 @@
 exercise and catch the wrong answers students really write while the rest of
 the solution still passes. (The rules a lesson's cells follow are checked at
 build time: tools/rules.py, tests/test_rules.py.)"""
+
 import filecmp
 import re
 
@@ -85,8 +86,10 @@ def test_a_correct_answer_written_differently_passes_every_test(right):
 
 
 def test_the_cell_runner_can_tell_a_failing_test():
-    sample = [{"id": "a", "source": "x = 1", "tests": False, "answer": True},
-              {"id": "t", "source": "assert x == 1, 'x is wrong'", "tests": True, "answer": False}]
+    sample = [
+        {"id": "a", "source": "x = 1", "tests": False, "answer": True},
+        {"id": "t", "source": "assert x == 1, 'x is wrong'", "tests": True, "answer": False},
+    ]
     assert cells.run(sample) == {"t": None}
     assert isinstance(cells.run(sample, {"a": "x = 2"})["t"], AssertionError)
     assert isinstance(cells.run(sample, {"a": "raise NotImplementedError()"})["t"], NameError)

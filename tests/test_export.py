@@ -2,6 +2,7 @@
 gradebook import CSV (student columns Student, ID, SIS User ID, SIS Login ID,
 Section; one column per assignment; a second row "Points Possible"), from a
 gradebook whose assignment is registered from the course's own release."""
+
 import csv
 
 import pytest
@@ -44,8 +45,11 @@ def _release_points(root, assignment=A) -> float:
     import nbformat
 
     nb = nbformat.read(root / "exercises" / assignment / f"{assignment}.ipynb", as_version=4)
-    return sum(cell.metadata.get("nbgrader", {}).get("points", 0) for cell in nb.cells
-               if cell.metadata.get("nbgrader", {}).get("grade"))
+    return sum(
+        cell.metadata.get("nbgrader", {}).get("points", 0)
+        for cell in nb.cells
+        if cell.metadata.get("nbgrader", {}).get("grade")
+    )
 
 
 def _read(path):
@@ -71,8 +75,9 @@ def test_canvas_csv_has_the_documented_shape_and_the_gradebook_scores(gradebook,
 
 def test_a_roster_maps_students_to_their_lms_identities(gradebook, tmp_path):
     roster = tmp_path / "roster.csv"
-    roster.write_text("student_id,name,canvas_id,sis_user_id,sis_login_id,section\n"
-                      "ana,\"Lima, Ana\",1001,S-17,alima,Group 1\n")
+    roster.write_text(
+        'student_id,name,canvas_id,sis_user_id,sis_login_id,section\nana,"Lima, Ana",1001,S-17,alima,Group 1\n'
+    )
     out = tmp_path / "canvas.csv"
     export.write_canvas_csv(gradebook["db_url"], out, [A], roster)
     ana = next(row for row in _read(out)[2:] if row[1] == "1001")

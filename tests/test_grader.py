@@ -3,6 +3,7 @@
 All cases are graded in one run (as a class would be), in a scratch course so
 the repository's gradebook is never touched.
 """
+
 import os
 import shutil
 import socket
@@ -66,8 +67,9 @@ def stray_kernels() -> list[int]:
     found = []
     for process in psutil.process_iter(["cmdline", "ppid"]):
         try:
-            if any("grader-kernel-" in part for part in process.info["cmdline"] or []) and \
-                    (process.info["ppid"] == 1 or me in process.parents()):
+            if any("grader-kernel-" in part for part in process.info["cmdline"] or []) and (
+                process.info["ppid"] == 1 or me in process.parents()
+            ):
                 found.append(process.pid)
         except psutil.Error:
             continue
@@ -78,8 +80,9 @@ def grade_folder(tmp, folder, jobs, **kw):
     root = tmp / "course"
     if not root.exists():
         course.temporary_course(root, [A])
-    options = grade.Options(A, folder, jobs=jobs, cell_timeout=CELL_TIMEOUT, notebook_timeout=90,
-                            interrupt_grace=4, root=root, **kw)
+    options = grade.Options(
+        A, folder, jobs=jobs, cell_timeout=CELL_TIMEOUT, notebook_timeout=90, interrupt_grace=4, root=root, **kw
+    )
     return root, grade.run(options)
 
 
@@ -103,8 +106,15 @@ def graded(tmp_path_factory):
             os.environ.pop(name) if value is None else os.environ.__setitem__(name, value)
     csv_path = tmp / "grades.csv"
     export.write_csv(rows, csv_path)
-    return {"root": root, "rows": {r.student_id: r for r in rows}, "cases": cases, "csv": csv_path,
-            "listener": listener, "tmp": tmp, "folder": folder}
+    return {
+        "root": root,
+        "rows": {r.student_id: r for r in rows},
+        "cases": cases,
+        "csv": csv_path,
+        "listener": listener,
+        "tmp": tmp,
+        "folder": folder,
+    }
 
 
 CASES = grader_cases.cases(0, ROOT, ROOT)
@@ -173,8 +183,12 @@ def test_parallel_grading_equals_serial_grading(graded, tmp_path):
     _, serial = grade_folder(tmp_path, folder, jobs=1)
     for row in serial:
         parallel = graded["rows"][row.student_id]
-        assert (row.score, row.status, row.detail, row.items) == \
-               (parallel.score, parallel.status, parallel.detail, parallel.items)
+        assert (row.score, row.status, row.detail, row.items) == (
+            parallel.score,
+            parallel.status,
+            parallel.detail,
+            parallel.items,
+        )
 
 
 def test_feedback_shows_results_but_never_hidden_tests(graded):

@@ -1,5 +1,6 @@
 """The grader's command line: arguments, refusals and warnings. (A module of its
 own so that it runs beside the long class-grading tests of test_grader.py.)"""
+
 import csv
 import subprocess
 import sys
@@ -29,39 +30,43 @@ def test_command_line_grades_a_folder_and_warns_once_without_sandbox(tmp_path, c
     course.temporary_course(root, [A])
     out = tmp_path / "grades.csv"
     command = [sys.executable, "-m", "grader", "grade", A, "--root", str(root), "--out", str(out)]
-    missing = subprocess.run(command + ["--submissions", str(tmp_path / "nope")], cwd=ROOT,
-                             capture_output=True, text=True)
+    missing = subprocess.run(
+        command + ["--submissions", str(tmp_path / "nope")], cwd=ROOT, capture_output=True, text=True
+    )
     assert missing.returncode == 2 and "not a folder" in missing.stderr
     # The same command in this process: a second interpreter start-up buys nothing here.
     assert main(command[3:] + ["--submissions", str(folder), "--no-sandbox"]) == 0
     assert capsys.readouterr().err.count("WARNING: --no-sandbox") == 1
     rows = list(csv.DictReader(open(out, encoding="utf-8")))
-    assert [(r["student_id"], r["score"], r["status"], r["detail"]) for r in rows] == \
-        [("lost", "0", "invalid", "empty file")]
+    assert [(r["student_id"], r["score"], r["status"], r["detail"]) for r in rows] == [
+        ("lost", "0", "invalid", "empty file")
+    ]
 
 
 def test_sandbox_makes_every_folder_on_the_way_to_the_environment_reachable(monkeypatch):
     # A clone under /tmp (as CI makes) puts the venv below the sandbox's private
     # /tmp; folders bwrap made on its own would be 0700 and hide Python.
     monkeypatch.setattr(sandbox.sys, "prefix", "/tmp/clone/.venv")
-    args = sandbox.command(["python"], "/tmp/scratch-1", "/tmp/sockets-1", memory_mb=100,
-                           max_processes=10, file_mb=1, uid=64000)
+    args = sandbox.command(
+        ["python"], "/tmp/scratch-1", "/tmp/sockets-1", memory_mb=100, max_processes=10, file_mb=1, uid=64000
+    )
     made = [args[i + 1] for i, arg in enumerate(args) if arg == "--dir"]
     assert "/tmp/clone" in made and "/tmp" not in made
     for folder in made:
-        assert args[args.index(folder) - 3:args.index(folder)] == ["--perms", "0755", "--dir"]
+        assert args[args.index(folder) - 3 : args.index(folder)] == ["--perms", "0755", "--dir"]
     assert not any(f.startswith("/usr/") for f in made), "folders inside read-only binds exist already"
     tmpfs = args.index("--tmpfs")
     assert args[tmpfs + 1] == "/tmp" and tmpfs < args.index("/tmp/clone"), "/tmp is mounted before folders in it"
-    binds = [args[i:i + 3] for i in range(len(args) - 2) if args[i] == "--ro-bind"]
+    binds = [args[i : i + 3] for i in range(len(args) - 2) if args[i] == "--ro-bind"]
     assert ["--ro-bind", "/tmp/clone/.venv", "/tmp/clone/.venv"] in binds, "the venv is bound read-only"
 
 
 def test_sandbox_command_line_clears_the_environment_and_sets_only_the_allowlist(monkeypatch):
     monkeypatch.setenv("GRADER_TEST_TOKEN", "planted")
     monkeypatch.setenv("LC_ALL", "C.UTF-8")
-    args = sandbox.command(["python"], "/tmp/scratch-2", "/tmp/sockets-2", memory_mb=100,
-                           max_processes=10, file_mb=1, uid=64000)
+    args = sandbox.command(
+        ["python"], "/tmp/scratch-2", "/tmp/sockets-2", memory_mb=100, max_processes=10, file_mb=1, uid=64000
+    )
     assert "--clearenv" in args and args.index("--clearenv") < args.index("--setenv")
     given = {args[i + 1]: args[i + 2] for i, arg in enumerate(args) if arg == "--setenv"}
     assert given["HOME"] == "/tmp/scratch-2" and given["LC_ALL"] == "C.UTF-8"
@@ -76,8 +81,9 @@ def test_root_grades_the_course_there_with_its_own_config_and_leaves_tracked_fil
     root = tmp_path / "other-course"
     course.temporary_course(root, [A])
     config_file = root / "nbgrader_config.py"
-    config_file.write_text(config_file.read_text() + '\nc.CourseDirectory.course_id = "another-course"\n'
-                           "c.Execute.timeout = 17\n")
+    config_file.write_text(
+        config_file.read_text() + '\nc.CourseDirectory.course_id = "another-course"\nc.Execute.timeout = 17\n'
+    )
     config = course.load_config(root)
     assert config.CourseDirectory.course_id == "another-course" and config.Execute.timeout == 17
     assert config.CourseDirectory.root == str(root)
@@ -106,8 +112,9 @@ def test_root_grades_the_course_there_with_its_own_config_and_leaves_tracked_fil
 
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
         assert gradebook.find_assignment(A).course_id == "another-course"
-    status = subprocess.run(git + ["status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                            text=True, check=True).stdout
+    status = subprocess.run(
+        git + ["status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, check=True
+    ).stdout
     assert status == "", f"grading rewrote tracked files:\n{status}"
 
 
@@ -117,8 +124,13 @@ def test_the_grader_imports_nothing_from_the_maintainers_tools():
     for path in (ROOT / "grader").glob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             assert not any(n == "tools" or n.startswith("tools.") for n in names), f"{path.name} imports tools"
 
 
@@ -176,8 +188,7 @@ def test_every_package_the_grader_imports_is_a_pinned_dependency_of_its_package(
     import tomllib
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    requirements = project["dependencies"] + [r for extra in project["optional-dependencies"].values()
-                                              for r in extra]
+    requirements = project["dependencies"] + [r for extra in project["optional-dependencies"].values() for r in extra]
     ours = _pins(requirements)
     assert all(ours.values()), "the grader's dependencies are pinned exactly"
     imports = _third_party_imports(sorted((ROOT / "grader").glob("*.py")), {"grader"})
@@ -188,8 +199,13 @@ def test_every_package_the_grader_imports_is_a_pinned_dependency_of_its_package(
 
 
 def test_every_package_the_repository_imports_is_pinned_in_requirements():
-    sources = [*ROOT.glob("*.py"), *(ROOT / "tools").rglob("*.py"), *(ROOT / "tests").rglob("*.py"),
-               *(ROOT / "lessons").rglob("*.py"), *(ROOT / "hub").glob("*.py")]
+    sources = [
+        *ROOT.glob("*.py"),
+        *(ROOT / "tools").rglob("*.py"),
+        *(ROOT / "tests").rglob("*.py"),
+        *(ROOT / "lessons").rglob("*.py"),
+        *(ROOT / "hub").glob("*.py"),
+    ]
     local = {p.stem for p in sources} | {"grader", "tools", "tests", "hub"}
     imports = _third_party_imports(sources, local)
     declared = _distributions((ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines())
@@ -208,21 +224,45 @@ def test_the_installed_package_grades_a_course_outside_the_repository(tmp_path):
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source)
     site = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-                    "--no-build-isolation", "--target", str(site), str(source)], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            "--no-build-isolation",
+            "--target",
+            str(site),
+            str(source),
+        ],
+        check=True,
+    )
     assert (site / "bin" / "course-grader").exists() and not (site / "tools").exists()
     env = dict(os.environ, PYTHONPATH=str(site))
-    where = subprocess.run([sys.executable, "-c", "import grader; print(grader.__file__)"], env=env,
-                           cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    where = subprocess.run(
+        [sys.executable, "-c", "import grader; print(grader.__file__)"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert where.startswith(str(site)), "the installed copy is the one that runs"
     root = tmp_path / "course"
     course.temporary_course(root, [A])
     folder = tmp_path / "s"
     folder.mkdir()
     (folder / "lost.ipynb").write_text("")
-    done = subprocess.run([site / "bin" / "course-grader", "grade", A, "--submissions", str(folder),
-                           "--root", str(root), "--no-sandbox"], env=env, cwd=tmp_path, capture_output=True,
-                          text=True)
+    done = subprocess.run(
+        [site / "bin" / "course-grader", "grade", A, "--submissions", str(folder), "--root", str(root), "--no-sandbox"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     rows = list(csv.DictReader(open(root / "grades" / f"{A}.csv", encoding="utf-8")))
     assert [(r["student_id"], r["status"]) for r in rows] == [("lost", "invalid")]

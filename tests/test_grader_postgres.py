@@ -5,6 +5,7 @@ The test starts a real, throwaway PostgreSQL server (Debian package
 `postgresql`, installed by .ci/run) as the `postgres` system user, on a private
 port, and grades through it.
 """
+
 import glob
 import os
 import pwd
@@ -48,18 +49,29 @@ def postgres_url():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    as_postgres = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--init-groups"] \
-        if os.geteuid() == 0 else []
+    as_postgres = (
+        ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--init-groups"] if os.geteuid() == 0 else []
+    )
     run = lambda *cmd: subprocess.run(as_postgres + list(cmd), check=True, capture_output=True, text=True)  # noqa: E731
     run(str(bin_dir / "initdb"), "-D", str(data), "--auth=trust", "-U", "postgres")
-    run(str(bin_dir / "pg_ctl"), "-D", str(data), "-w", "-l", str(base / "log"), "-o",
-        f"-p {port} -k {base} -c listen_addresses=127.0.0.1", "start")
+    run(
+        str(bin_dir / "pg_ctl"),
+        "-D",
+        str(data),
+        "-w",
+        "-l",
+        str(base / "log"),
+        "-o",
+        f"-p {port} -k {base} -c listen_addresses=127.0.0.1",
+        "start",
+    )
     try:
         run(str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "gradebook")
         yield f"postgresql://postgres@127.0.0.1:{port}/gradebook"
     finally:
-        subprocess.run(as_postgres + [str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-                       capture_output=True)
+        subprocess.run(
+            as_postgres + [str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"], capture_output=True
+        )
         shutil.rmtree(base, ignore_errors=True)
 
 
@@ -76,7 +88,10 @@ def test_grading_with_a_postgresql_gradebook(tmp_path, postgres_url):
     course.temporary_course(root, [A])
     rows = grade.run(grade.Options(A, folder, jobs=2, cell_timeout=30, root=root, db_url=postgres_url))
     assert {r.student_id: (r.status, r.score) for r in rows} == {
-        "correct": ("graded", 10), "blank": ("graded", 0), "one_wrong": ("graded", 7)}
+        "correct": ("graded", 10),
+        "blank": ("graded", 0),
+        "one_wrong": ("graded", 7),
+    }
     assert not (root / "gradebook.db").exists(), "the SQLite gradebook must not be used"
     with psycopg.connect(postgres_url) as connection, connection.cursor() as cursor:
         cursor.execute("select count(*) from submitted_assignment")

@@ -3,6 +3,7 @@ uses it: the instructor releases 01_blocks; two students fetch it, answer (one
 correctly, one with hostile code) and submit; the instructor collects,
 autogrades (the course's safe engine), generates and releases feedback; the
 students fetch their feedback."""
+
 import grader_cases
 import nbformat
 import pytest
@@ -49,15 +50,31 @@ def handed_in(tmp_path_factory):
             assert fetched.exists(), "fetch_assignment gave the student the released notebook"
             nbformat.write(nb, fetched)
             # Each student is their own user: their own nbgrader cache of what they submitted.
-            nbgrader(home, "submit", A, f"--course={COURSE}", f"--student={student}",
-                     f"--Exchange.cache={home / '.cache'}", *shared, env=env)
+            nbgrader(
+                home,
+                "submit",
+                A,
+                f"--course={COURSE}",
+                f"--student={student}",
+                f"--Exchange.cache={home / '.cache'}",
+                *shared,
+                env=env,
+            )
         nbgrader(root, "collect", A, *shared, env=env)
         graded = nbgrader(root, "autograde", A, "--force", "--GuardedExecute.timeout=20", env=env)
         nbgrader(root, "generate_feedback", A, "--force", env=env)
         nbgrader(root, "release_feedback", A, *shared, env=env)
         for student in answers:
-            nbgrader(tmp / student, "fetch_feedback", A, f"--course={COURSE}", f"--student={student}",
-                     f"--Exchange.cache={tmp / student / '.cache'}", *shared, env=env)
+            nbgrader(
+                tmp / student,
+                "fetch_feedback",
+                A,
+                f"--course={COURSE}",
+                f"--student={student}",
+                f"--Exchange.cache={tmp / student / '.cache'}",
+                *shared,
+                env=env,
+            )
     finally:
         listener.close()
     return {"root": root, "tmp": tmp, "log": graded.stderr, "listener": listener}
@@ -68,11 +85,13 @@ def test_scores_and_reasons_are_the_graders(handed_in):
 
     root = handed_in["root"]
     submitted = root / "submitted"
-    rows = {r.student_id: r for r in grade.rows(grade.Options(A, submitted, root=root),
-                                                 collect.collect(submitted, A), {})}
+    rows = {
+        r.student_id: r for r in grade.rows(grade.Options(A, submitted, root=root), collect.collect(submitted, A), {})
+    }
     assert (rows["ana"].status, rows["ana"].score, rows["ana"].detail) == ("graded", grader_cases.FULL, "")
-    assert (rows["mallory"].status, rows["mallory"].score) == ("graded", grader_cases.FULL), \
+    assert (rows["mallory"].status, rows["mallory"].score) == ("graded", grader_cases.FULL), (
         "the probes are extra cells and the metadata is put back: the hostile student's answers are right"
+    )
     assert "matched to the released cells by content" in rows["mallory"].detail
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
         assert gradebook.find_submission(A, "mallory").code_score == grader_cases.FULL

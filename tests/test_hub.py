@@ -14,6 +14,7 @@ process it started must be gone afterwards.
 Screenshots of each step go to screenshots/hub/ (git-ignored). The accounts the
 test creates are removed at the end.
 """
+
 from __future__ import annotations
 
 import csv
@@ -100,13 +101,20 @@ def hub(tmp_path_factory, postgres_url):  # noqa: F811
         writer.writerow([GOOD, "student", PASSWORDS[GOOD]])
         writer.writerow([BAD, "student", PASSWORDS[BAD]])
         writer.writerow(["Not A Name", "student", ""])
-    state = Path("/tmp") / f"hub-test-{os.getpid()}"  # students must reach its exchange: not under pytest's 0700 folders
+    state = (
+        Path("/tmp") / f"hub-test-{os.getpid()}"
+    )  # students must reach its exchange: not under pytest's 0700 folders
     port = free_port()
-    env = dict(os.environ, HUB_ROSTER=str(roster), HUB_STATE=str(state), HUB_DB_URL=postgres_url,
-               HUB_ASSIGNMENTS=A)
+    env = dict(os.environ, HUB_ROSTER=str(roster), HUB_STATE=str(state), HUB_DB_URL=postgres_url, HUB_ASSIGNMENTS=A)
     log = open(folder / "hub.log", "w+")
-    server = subprocess.Popen(["make", "--no-print-directory", "hub", f"HUB_PORT={port}"], cwd=ROOT, env=env,
-                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    server = subprocess.Popen(
+        ["make", "--no-print-directory", "hub", f"HUB_PORT={port}"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     processes: list[psutil.Process] = []
     try:
         deadline = time.monotonic() + START_TIMEOUT
@@ -279,9 +287,14 @@ def the_class(browser, port: int, state: Path, expected: dict[str, int], max_sco
     inbound = state / "exchange" / COURSE / "inbound"
     handin = next(p for p in inbound.iterdir() if p.name.startswith(GOOD + "+"))
     own = next(p for p in inbound.iterdir() if p.name.startswith(BAD + "+")) / f"{A}.ipynb"
-    probe = PROBE.format(inbound=str(inbound), handin=str(handin), notebook=str(handin / f"{A}.ipynb"),
-                         home_copy=f"{pwd.getpwnam(GOOD).pw_dir}/{COURSE}/{A}/{A}.ipynb",
-                         feedback=str(state / "exchange" / COURSE / "feedback"), own=str(own))
+    probe = PROBE.format(
+        inbound=str(inbound),
+        handin=str(handin),
+        notebook=str(handin / f"{A}.ipynb"),
+        home_copy=f"{pwd.getpwnam(GOOD).pw_dir}/{COURSE}/{A}/{A}.ipynb",
+        feedback=str(state / "exchange" / COURSE / "feedback"),
+        own=str(own),
+    )
     page = students[BAD]
     notebook = open_notebook(page, BAD, port)
     notebook.locator(".jp-Cell").last.click()
@@ -308,8 +321,9 @@ def the_class(browser, port: int, state: Path, expected: dict[str, int], max_sco
     shot(teacher, "07_instructor_autograded")
     for name, score in expected.items():
         row = formgrader.locator("tr", has=formgrader.locator("td", has_text=name))
-        assert f"{float(score)} / {float(max_score)}" in row.inner_text() or \
-            f"{score} / {max_score}" in row.inner_text(), row.inner_text()
+        assert (
+            f"{float(score)} / {float(max_score)}" in row.inner_text() or f"{score} / {max_score}" in row.inner_text()
+        ), row.inner_text()
     formgrader.locator("a", has_text="Manage Assignments").first.click()
     formgrader.locator("td", has_text=A).first.wait_for()
     formgrader_action(formgrader, A, "generate-feedback")
@@ -361,8 +375,8 @@ def test_a_class_on_the_hub(hub):
             browser.browser.close()
 
     import psycopg
+
     with psycopg.connect(hub["db_url"]) as connection, connection.cursor() as cursor:
         cursor.execute("select count(*) from submitted_assignment")
         assert cursor.fetchone()[0] == 2, "the gradebook is the PostgreSQL one"
     print(f"class on the hub: {time.monotonic() - started:.0f} s after the hub was up")
-

@@ -1,5 +1,6 @@
 """`make lab` serves JupyterLab on the repo with nbgrader's extensions working:
 the server is started exactly as README says and asked over HTTP."""
+
 import json
 
 from labserver import get, lab  # noqa: F401 (lab is a fixture)

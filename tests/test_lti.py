@@ -9,6 +9,7 @@ project's own platform (tests/lti_platform.py, its own process and key), driven 
   --force sends again, a lost record is rebuilt from the platform), retries LMS errors,
   and a run that cannot finish lists who was and was not sent.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -41,14 +42,21 @@ TEACHING_ASSISTANT = "http://purl.imsglobal.org/vocab/lis/v2/membership/Instruct
 START_TIMEOUT = 180
 
 if os.geteuid() != 0:
-    pytest.fail("the LTI tests start `make hub`, which creates Linux accounts: run them as root (CI does)",
-                pytrace=False)
+    pytest.fail(
+        "the LTI tests start `make hub`, which creates Linux accounts: run them as root (CI does)", pytrace=False
+    )
 
 
 def person(sub: str, name: str, roles: list[str]) -> dict:
     first, last = name.split()
-    return {"sub": sub, "name": name, "given_name": first, "family_name": last,
-            "email": f"{first.lower()}@example.org", "roles": roles}
+    return {
+        "sub": sub,
+        "name": name,
+        "given_name": first,
+        "family_name": last,
+        "email": f"{first.lower()}@example.org",
+        "roles": roles,
+    }
 
 
 def expected_name(sub: str) -> str:
@@ -59,6 +67,7 @@ def expected_name(sub: str) -> str:
 # -- a class on an LTI hub (also used by test_lti_browser.py) ----------------------------------
 # (test_hub.py has the same two process helpers; it imports the browser test's settings,
 # which skip a module where chromium is missing, and this module needs no browser.)
+
 
 def started_by(server: subprocess.Popen) -> list[psutil.Process]:
     """`make hub` and everything below it."""
@@ -96,26 +105,52 @@ def lti_class(folder: Path, users: list[dict], grader: str, assignments: str = A
     remove_accounts(names)
     hub_port = free_port()
     tool = f"http://localhost:{hub_port}/hub"
-    config = {"client_id": CLIENT_ID, "deployment_id": DEPLOYMENT,
-              "tool": {"login_url": f"{tool}/lti13/oauth_login", "redirect_uris": [f"{tool}/lti13/oauth_callback"],
-                       "jwks_url": f"{tool}/lti13/jwks", "target_link_uri": tool},
-              "context": {"id": "course-101", "label": "PTB", "title": "PyTorch building blocks"}, "users": users}
+    config = {
+        "client_id": CLIENT_ID,
+        "deployment_id": DEPLOYMENT,
+        "tool": {
+            "login_url": f"{tool}/lti13/oauth_login",
+            "redirect_uris": [f"{tool}/lti13/oauth_callback"],
+            "jwks_url": f"{tool}/lti13/jwks",
+            "target_link_uri": tool,
+        },
+        "context": {"id": "course-101", "label": "PTB", "title": "PyTorch building blocks"},
+        "users": users,
+    }
     (folder / "platform.json").write_text(json.dumps(config))
     platform_log = open(folder / "platform.log", "w+")
-    platform = subprocess.Popen([PY, str(ROOT / "tests" / "lti_platform.py"), str(folder / "platform.json")],
-                                stdout=subprocess.PIPE, stderr=platform_log, text=True)
+    platform = subprocess.Popen(
+        [PY, str(ROOT / "tests" / "lti_platform.py"), str(folder / "platform.json")],
+        stdout=subprocess.PIPE,
+        stderr=platform_log,
+        text=True,
+    )
     lms = json.loads(platform.stdout.readline() or "{}")
     assert lms, "the LTI platform did not start: " + (folder / "platform.log").read_text()
     roster = folder / "roster.csv"
     roster.write_text(f"username,role,password\n{grader},grader,\n")
     state = Path("/tmp") / f"lti-hub-{os.getpid()}-{hub_port}"  # students reach its exchange
-    env = dict(os.environ, HUB_ROSTER=str(roster), HUB_STATE=str(state), HUB_ASSIGNMENTS=assignments,
-               HUB_LTI_ISSUER=lms["issuer"], HUB_LTI_CLIENT_ID=CLIENT_ID, HUB_LTI_DEPLOYMENT_ID=DEPLOYMENT,
-               HUB_LTI_LOGIN_URL=lms["login_url"], HUB_LTI_JWKS_URL=lms["jwks_url"],
-               HUB_LTI_TOKEN_URL=lms["token_url"])
+    env = dict(
+        os.environ,
+        HUB_ROSTER=str(roster),
+        HUB_STATE=str(state),
+        HUB_ASSIGNMENTS=assignments,
+        HUB_LTI_ISSUER=lms["issuer"],
+        HUB_LTI_CLIENT_ID=CLIENT_ID,
+        HUB_LTI_DEPLOYMENT_ID=DEPLOYMENT,
+        HUB_LTI_LOGIN_URL=lms["login_url"],
+        HUB_LTI_JWKS_URL=lms["jwks_url"],
+        HUB_LTI_TOKEN_URL=lms["token_url"],
+    )
     log = open(folder / "hub.log", "w+")
-    server = subprocess.Popen(["make", "--no-print-directory", "hub", f"HUB_PORT={hub_port}"], cwd=ROOT, env=env,
-                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    server = subprocess.Popen(
+        ["make", "--no-print-directory", "hub", f"HUB_PORT={hub_port}"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     processes = []
     try:
         deadline = time.monotonic() + START_TIMEOUT
@@ -129,8 +164,15 @@ def lti_class(folder: Path, users: list[dict], grader: str, assignments: str = A
                 log.seek(0)
                 pytest.fail(f"make hub did not start:\n{log.read()[-5000:]}")
             time.sleep(0.5)
-        yield {"hub": f"http://localhost:{hub_port}", "port": hub_port, "lms": lms, "state": state, "log": log,
-               "users": {u["sub"]: u for u in users}, "platform_url": lms["url"]}
+        yield {
+            "hub": f"http://localhost:{hub_port}",
+            "port": hub_port,
+            "lms": lms,
+            "state": state,
+            "log": log,
+            "users": {u["sub"]: u for u in users},
+            "platform_url": lms["url"],
+        }
     finally:
         processes += started_by(server)
         os.killpg(server.pid, signal.SIGTERM)
@@ -152,6 +194,7 @@ def lti_class(folder: Path, users: list[dict], grader: str, assignments: str = A
 
 
 # -- the launch over HTTP ----------------------------------------------------------------------
+
 
 class _Form(HTMLParser):
     def __init__(self):
@@ -206,16 +249,26 @@ def hub_db(cls: dict, query: str, *args):
 
 
 def groups_of(cls: dict, name: str) -> set[str]:
-    return {g for (g,) in hub_db(cls, "select g.name from users u join user_group_map m on m.user_id = u.id "
-                                      "join groups g on g.id = m.group_id where u.name = ?", name)}
+    return {
+        g
+        for (g,) in hub_db(
+            cls,
+            "select g.name from users u join user_group_map m on m.user_id = u.id "
+            "join groups g on g.id = m.group_id where u.name = ?",
+            name,
+        )
+    }
 
 
 def may_open_formgrader(cls: dict, launch: Launch) -> bool:
     """The hub's OAuth step for the Formgrader service, with this person's hub session."""
     (redirect,) = hub_db(cls, "select redirect_uri from oauth_clients where identifier = ?", f"service-{COURSE}")[0]
-    answer = launch.session.get(f"{cls['hub']}/hub/api/oauth2/authorize", allow_redirects=False, timeout=30,
-                                params={"client_id": f"service-{COURSE}", "response_type": "code",
-                                        "redirect_uri": redirect, "state": "x"})
+    answer = launch.session.get(
+        f"{cls['hub']}/hub/api/oauth2/authorize",
+        allow_redirects=False,
+        timeout=30,
+        params={"client_id": f"service-{COURSE}", "response_type": "code", "redirect_uri": redirect, "state": "x"},
+    )
     assert answer.status_code in (302, 403), (answer.status_code, answer.text[:1000])
     return answer.status_code == 302 and answer.headers["Location"].startswith(redirect)
 
@@ -224,10 +277,16 @@ def may_open_formgrader(cls: dict, launch: Launch) -> bool:
 
 ANA, BEN, CLEO, DAN, EVA = "1001", "b6f3a2c4-5d1e-4f7a-9b8c-0d2e4f6a8b1c", "1003", "1004", "1005"
 INES, TARA, MIA = "a1f0c9e8-instructor", "1007", "1008"
-USERS = [person(ANA, "Ana Lima", [LEARNER]), person(BEN, "Ben Costa", [LEARNER]),
-         person(CLEO, "Cleo Diaz", [LEARNER]), person(DAN, "Dan Evans", [LEARNER]),
-         person(EVA, "Eva Fox", [LEARNER]), person(INES, "Ines Prof", [INSTRUCTOR]),
-         person(TARA, "Tara Assistant", [TEACHING_ASSISTANT]), person(MIA, "Mia Never", [LEARNER])]
+USERS = [
+    person(ANA, "Ana Lima", [LEARNER]),
+    person(BEN, "Ben Costa", [LEARNER]),
+    person(CLEO, "Cleo Diaz", [LEARNER]),
+    person(DAN, "Dan Evans", [LEARNER]),
+    person(EVA, "Eva Fox", [LEARNER]),
+    person(INES, "Ines Prof", [INSTRUCTOR]),
+    person(TARA, "Tara Assistant", [TEACHING_ASSISTANT]),
+    person(MIA, "Mia Never", [LEARNER]),
+]
 
 
 @pytest.fixture(scope="module")
@@ -310,21 +369,40 @@ def test_the_token_endpoint_checks_the_client_assertion(cls):
     (key,) = jwks["keys"]
     assert key["kty"] == "RSA" and key["alg"] == "RS256" and key["use"] == "sig" and "d" not in key
     now = int(time.time())
-    claims = {"iss": CLIENT_ID, "sub": CLIENT_ID, "aud": cls["lms"]["token_url"], "iat": now, "exp": now + 60,
-              "jti": "forged"}
+    claims = {
+        "iss": CLIENT_ID,
+        "sub": CLIENT_ID,
+        "aud": cls["lms"]["token_url"],
+        "iat": now,
+        "exp": now + 60,
+        "jti": "forged",
+    }
     forged = jwt.encode(claims, other, algorithm="RS256", headers={"kid": key["kid"]})
-    answer = requests.post(cls["lms"]["token_url"], timeout=30, data={
-        "grant_type": "client_credentials", "scope": "https://purl.imsglobal.org/spec/lti-ags/scope/score",
-        "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer", "client_assertion": forged})
+    answer = requests.post(
+        cls["lms"]["token_url"],
+        timeout=30,
+        data={
+            "grant_type": "client_credentials",
+            "scope": "https://purl.imsglobal.org/spec/lti-ags/scope/score",
+            "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+            "client_assertion": forged,
+        },
+    )
     assert answer.status_code == 401 and answer.json()["error"] == "invalid_client"
 
 
 # -- grades back -------------------------------------------------------------------------------
 
+
 def push(cls, *flags: str) -> tuple[int, str]:
-    done = subprocess.run([PY, "-m", "grader", "lms", "push", A, "--root", str(cls["state"] / "course"), *flags],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, GRADER_LMS_BACKOFF="0.02"))
+    done = subprocess.run(
+        [PY, "-m", "grader", "lms", "push", A, "--root", str(cls["state"] / "course"), *flags],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, GRADER_LMS_BACKOFF="0.02"),
+    )
     return done.returncode, done.stdout + done.stderr
 
 
@@ -333,8 +411,11 @@ def platform_state(cls) -> dict:
 
 
 def fail_next(cls, match: str = "", status: int = 503, count: int = 0) -> None:
-    requests.post(f"{cls['platform_url']}/test/fail", timeout=30,
-                  data=json.dumps({"match": match, "status": status, "count": count}) if count else b"")
+    requests.post(
+        f"{cls['platform_url']}/test/fail",
+        timeout=30,
+        data=json.dumps({"match": match, "status": status, "count": count}) if count else b"",
+    )
 
 
 def grade(cls, student: str, code_fraction: float, written: float | None, invalid: str = "") -> None:
@@ -378,9 +459,9 @@ def test_lms_push_sends_each_graded_total_once(cls):
     ana, ben, cleo, eva = (expected_name(s) for s in (ANA, BEN, CLEO, EVA))
     grade(cls, ana, 1.0, 2.0)
     grade(cls, ben, 0.5, 1.0)
-    grade(cls, cleo, 1.0, None)                    # a written answer still to grade
+    grade(cls, cleo, 1.0, None)  # a written answer still to grade
     grade(cls, eva, 0.0, 0.0, invalid="the file is not a notebook")
-    grade(cls, "ltit-rosa", 1.0, 2.0)              # in the gradebook, never launched from the LMS
+    grade(cls, "ltit-rosa", 1.0, 2.0)  # in the gradebook, never launched from the LMS
     total = totals(cls)
 
     rc, out = push(cls, "--dry-run")
@@ -467,8 +548,11 @@ def test_lms_push_reports_a_refused_token_clearly(cls, tmp_path):
     tool["key"] = str(folder / "other-key.pem")
     (folder / "tool.json").write_text(json.dumps(tool))
     subprocess.run(["cp", str(real / "lti.sqlite"), str(folder / "lti.sqlite")], check=True)
-    subprocess.run([PY, "-c", "import sys; from grader import lms; lms.load_key(sys.argv[1], create=True)",
-                    tool["key"]], check=True, cwd=ROOT)
+    subprocess.run(
+        [PY, "-c", "import sys; from grader import lms; lms.load_key(sys.argv[1], create=True)", tool["key"]],
+        check=True,
+        cwd=ROOT,
+    )
     grade(cls, expected_name(ANA), 0.75, 2.0)
     rc, out = push(cls, "--lti", str(folder))
     assert rc == 1 and "the LMS refused an access token (401)" in out and "Not sent:" in out, out
@@ -477,12 +561,18 @@ def test_lms_push_reports_a_refused_token_clearly(cls, tmp_path):
 def test_lms_urls_keep_their_query_strings():
     from grader.lms import with_path
 
-    assert with_path("https://lms.example.org/api/lti/courses/3/line_items/7", "scores") == \
-        "https://lms.example.org/api/lti/courses/3/line_items/7/scores"
-    assert with_path("https://m.example.org/mod/lti/services.php/2/lineitems/5/lineitem?type_id=1", "scores") == \
-        "https://m.example.org/mod/lti/services.php/2/lineitems/5/lineitem/scores?type_id=1"
-    assert with_path("https://m.example.org/x/lineitems?type_id=1", "", resource_id="01_blocks") == \
-        "https://m.example.org/x/lineitems?type_id=1&resource_id=01_blocks"
+    assert (
+        with_path("https://lms.example.org/api/lti/courses/3/line_items/7", "scores")
+        == "https://lms.example.org/api/lti/courses/3/line_items/7/scores"
+    )
+    assert (
+        with_path("https://m.example.org/mod/lti/services.php/2/lineitems/5/lineitem?type_id=1", "scores")
+        == "https://m.example.org/mod/lti/services.php/2/lineitems/5/lineitem/scores?type_id=1"
+    )
+    assert (
+        with_path("https://m.example.org/x/lineitems?type_id=1", "", resource_id="01_blocks")
+        == "https://m.example.org/x/lineitems?type_id=1&resource_id=01_blocks"
+    )
 
 
 def test_without_an_lti_configuration_the_hub_keeps_its_own_login(monkeypatch):

@@ -10,6 +10,7 @@ collects, autogrades and grades the written answer in Formgrader; `python -m gra
 push` sends the total to the platform, and the test reads it on the platform's gradebook
 page. Screenshots of each step go to screenshots/lti/ (git-ignored).
 """
+
 from __future__ import annotations
 
 import re
@@ -59,8 +60,9 @@ def grade_written_answer(cls: dict, teacher, student: str) -> None:
     gradebook_url = f"sqlite:///{cls['state'] / 'course' / 'gradebook.db'}"
     with Gradebook(gradebook_url) as gradebook:
         notebook_id = gradebook.find_submission_notebook(A, A, student).id
-    teacher.goto(f"http://{COURSE}--service.localhost:{cls['port']}/services/{COURSE}/formgrader/submissions/"
-                 f"{notebook_id}/")
+    teacher.goto(
+        f"http://{COURSE}--service.localhost:{cls['port']}/services/{COURSE}/formgrader/submissions/{notebook_id}/"
+    )
     written = teacher.locator(".panel-heading", has=teacher.locator("input.score.needs_manual_grade")).first
     written.locator(".full-credit").click()
     teacher.locator("input.score.needs_manual_grade").first.wait_for(state="detached")
@@ -125,13 +127,21 @@ def test_a_class_launched_from_the_lms_gets_its_grades_back(cls):
             shot(teacher, "07_instructor_graded_the_written_answer")
 
             # Grades back to the LMS, read on its gradebook page.
-            done = subprocess.run([PY, "-m", "grader", "lms", "push", A, "--root", str(cls["state"] / "course")],
-                                  cwd=ROOT, capture_output=True, text=True, timeout=300)
+            done = subprocess.run(
+                [PY, "-m", "grader", "lms", "push", A, "--root", str(cls["state"] / "course")],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
             assert done.returncode == 0, done.stdout + done.stderr
             assert re.search(rf"sent +{student} \(LMS user {STUDENT}\)", done.stdout), done.stdout
             exercise = submissions.exercise(A)
-            maximum = sum(c.metadata["nbgrader"].get("points", 0) for c in exercise.cells
-                          if c.metadata.get("nbgrader", {}).get("grade"))
+            maximum = sum(
+                c.metadata["nbgrader"].get("points", 0)
+                for c in exercise.cells
+                if c.metadata.get("nbgrader", {}).get("grade")
+            )
             gradebook = browser.new_context().new_page()
             pages.append(gradebook)
             gradebook.goto(cls["platform_url"] + "/gradebook")

@@ -11,6 +11,7 @@ the autograded notebooks. Every kind of case is graded on every run; of the
 costly kinds (deliberate waits on a time limit) one case is drawn per run
 (set GRADER_CASES_SEED to repeat a draw).
 """
+
 import os
 import random
 import shutil
@@ -44,8 +45,11 @@ def autograde_cases(tmp_path_factory, kinds) -> dict:
     folder.mkdir()
     course.temporary_course(root, [A])  # with the course's own nbgrader_config.py
     listener = Listener()
-    cases = [c for c in grader_cases.sample(grader_cases.cases(listener.port, root, folder), random.Random(SEED))
-             if c.kind in kinds]
+    cases = [
+        c
+        for c in grader_cases.sample(grader_cases.cases(listener.port, root, folder), random.Random(SEED))
+        if c.kind in kinds
+    ]
     for case in cases:
         case.write(folder)
     # Where `nbgrader collect` leaves hand-ins: submitted/<student>/<assignment>/<assignment>.ipynb
@@ -57,9 +61,17 @@ def autograde_cases(tmp_path_factory, kinds) -> dict:
     env = grader_cases.cli_env(**grader_cases.PLANTED)
     try:
         nbgrader(root, "generate_assignment", A, "--force", env=env)
-        graded = nbgrader(root, "autograde", A, "--force", f"--GuardedExecute.timeout={CELL_TIMEOUT}",
-                          "--GuardedExecute.notebook_timeout=90", "--GuardedExecute.interrupt_grace=4", env=env,
-                          check=False)
+        graded = nbgrader(
+            root,
+            "autograde",
+            A,
+            "--force",
+            f"--GuardedExecute.timeout={CELL_TIMEOUT}",
+            "--GuardedExecute.notebook_timeout=90",
+            "--GuardedExecute.interrupt_grace=4",
+            env=env,
+            check=False,
+        )
     finally:
         listener.close()
     options = grade.Options(A, folder, root=root)

@@ -2,6 +2,7 @@
 loops stopped at a time limit, an ignored interrupt, memory, process and output
 limits, kernels that die. One `nbgrader autograde` run of its own, so that
 pytest-xdist grades it beside the other half."""
+
 import pytest
 from test_nbgrader_path import LIMIT_KINDS, autograde_cases, check_nothing_dropped, check_rows
 

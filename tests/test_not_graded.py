@@ -6,6 +6,7 @@ score anywhere, the cause in one line, no feedback, a non-zero exit). A kernel
 the student's own code kills is the student's: graded, with the cell and the
 cause in the feedback.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,9 +37,15 @@ def broken_kernel_spec(tmp_path):
     for name in ("python3", template.GRADER_KERNEL):
         spec = data / "kernels" / name
         spec.mkdir(parents=True)
-        spec.joinpath("kernel.json").write_text(json.dumps({
-            "argv": [str(interpreter), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-            "display_name": "Python 3", "language": "python"}))
+        spec.joinpath("kernel.json").write_text(
+            json.dumps(
+                {
+                    "argv": [str(interpreter), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                    "display_name": "Python 3",
+                    "language": "python",
+                }
+            )
+        )
     return data, interpreter
 
 
@@ -49,9 +56,28 @@ def write_class(folder, names):
 
 
 def grade_cli(root, folder, env, *extra):
-    return subprocess.run([sys.executable, "-m", "grader", "grade", A, "--submissions", str(folder),
-                           "--root", str(root), "--jobs", "2", "--timeout", "20", *extra],
-                          capture_output=True, text=True, env=env, cwd=root)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grader",
+            "grade",
+            A,
+            "--submissions",
+            str(folder),
+            "--root",
+            str(root),
+            "--jobs",
+            "2",
+            "--timeout",
+            "20",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+    )
 
 
 def test_a_missing_interpreter_is_not_graded_loudly_and_stops_early(tmp_path):
@@ -119,8 +145,9 @@ def crash(code):
     nb = answered(A)
     for cell in nb.cells:
         if cell.metadata.get("nbgrader", {}).get("grade_id") == "make_stack":
-            cell.source = cell.source.replace("def make_stack(factory, n):\n",
-                                              "def make_stack(factory, n):\n" + code, 1)
+            cell.source = cell.source.replace(
+                "def make_stack(factory, n):\n", "def make_stack(factory, n):\n" + code, 1
+            )
     return nb
 
 
@@ -129,13 +156,17 @@ def test_the_students_own_crash_is_graded_with_the_cell_and_the_cause(tmp_path):
     course.temporary_course(root, [A])
     folder = tmp_path / "class"
     folder.mkdir()
-    crashes = {"exits": "    import os\n    os._exit(1)\n",
-               "hogs_memory": "    blocks = []\n    while True:\n        blocks.append(bytearray(1 << 26))\n",
-               "loops": "    while True:\n        pass\n"}
+    crashes = {
+        "exits": "    import os\n    os._exit(1)\n",
+        "hogs_memory": "    blocks = []\n    while True:\n        blocks.append(bytearray(1 << 26))\n",
+        "loops": "    while True:\n        pass\n",
+    }
     for name, code in crashes.items():
         nbformat.write(crash(code), folder / f"{name}.ipynb")
-    rows = {r.student_id: r for r in grade.run(grade.Options(A, folder, jobs=2, root=root, cell_timeout=5,
-                                                                 interrupt_grace=3))}
+    rows = {
+        r.student_id: r
+        for r in grade.run(grade.Options(A, folder, jobs=2, root=root, cell_timeout=5, interrupt_grace=3))
+    }
     lost = points(A)["test_make_stack"]
     assert (rows["exits"].status, rows["exits"].score) == ("graded", grader_cases.before("test_make_stack"))
     assert "test_make_stack: the kernel exited with status 1" in rows["exits"].detail
@@ -157,8 +188,25 @@ def test_a_symlinked_environment_grades(tmp_path):
     link.symlink_to(sys.prefix)
     env = grader_cases.cli_env()
     env["PATH"] = f"{link / 'bin'}{os.pathsep}{env['PATH']}"
-    done = subprocess.run([str(link / "bin" / "python"), "-m", "grader", "grade", A, "--submissions", str(folder),
-                           "--root", str(root), "--jobs", "1"], capture_output=True, text=True, env=env, cwd=root)
+    done = subprocess.run(
+        [
+            str(link / "bin" / "python"),
+            "-m",
+            "grader",
+            "grade",
+            A,
+            "--submissions",
+            str(folder),
+            "--root",
+            str(root),
+            "--jobs",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     row = export.read_csv(root / "grades" / f"{A}.csv")[0]
     assert (row["status"], row["score"]) == ("graded", f"{FULL:g}"), row

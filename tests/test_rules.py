@@ -1,5 +1,6 @@
 """The course rules (tools/rules.py): each one holds for the real lessons and
 each one stops the build, with file:line, when a lesson breaks it."""
+
 import pytest
 
 from tools import notebooks, rules
@@ -21,23 +22,53 @@ def _break(path, old, new):
 
 # (file, text to replace, replacement, expected line, words of the rule)
 BROKEN = {
-    "missing hidden tests": ("exercise.py", "### BEGIN HIDDEN TESTS\nassert double(-3) == -6, \"double(-3) should be -6.\"\n"
-                             "### END HIDDEN TESTS\n", "", 13, "hidden tests"),
-    "no visible assert": ("exercise.py", 'assert double(2) == 4, "double(2) should be 4."\n', "double(2)\n", 13,
-                          "visible assert"),
-    "tests not named test_<answer>": ("exercise.py", 'grade_id="test_double"', 'grade_id="check_double"', 13,
-                                      "test_<answer>"),
+    "missing hidden tests": (
+        "exercise.py",
+        '### BEGIN HIDDEN TESTS\nassert double(-3) == -6, "double(-3) should be -6."\n### END HIDDEN TESTS\n',
+        "",
+        13,
+        "hidden tests",
+    ),
+    "no visible assert": (
+        "exercise.py",
+        'assert double(2) == 4, "double(2) should be 4."\n',
+        "double(2)\n",
+        13,
+        "visible assert",
+    ),
+    "tests not named test_<answer>": (
+        "exercise.py",
+        'grade_id="test_double"',
+        'grade_id="check_double"',
+        13,
+        "test_<answer>",
+    ),
     "zero points": ("exercise.py", "points=2", "points=0", 13, "at least 1"),
-    "no manual question": ("exercise.py", 'manual [markdown] grade_id="why" points=1', "[markdown]", 1,
-                           "manually graded question"),
+    "no manual question": (
+        "exercise.py",
+        'manual [markdown] grade_id="why" points=1',
+        "[markdown]",
+        1,
+        "manually graded question",
+    ),
     "answer without solution block": ("exercise.py", "    ### BEGIN SOLUTION\n", "", 7, "BEGIN SOLUTION"),
     "foreign import": ("exercise.py", "import math", "import pandas", 5, "not pandas"),
-    "graded cell in a lecture": ("lecture.py", "# %%\nx = 1", '# %% tests grade_id="t" points=1\nx = 1', 17,
-                                 "belong in exercise.py"),
+    "graded cell in a lecture": (
+        "lecture.py",
+        "# %%\nx = 1",
+        '# %% tests grade_id="t" points=1\nx = 1',
+        17,
+        "belong in exercise.py",
+    ),
     "title not from the header": ("lecture.py", "# # Lesson 99: Demo", "# # Demo lesson", 12, "Lesson 99: Demo"),
     "gpu setting missing": ("lecture.py", "#     gpu: false\n", "", 1, "gpu:"),
-    "no pointer to the exercise": ("lecture.py", "`exercises/99_demo/99_demo.ipynb`", "the exercise", 21,
-                                   "points at the exercise"),
+    "no pointer to the exercise": (
+        "lecture.py",
+        "`exercises/99_demo/99_demo.ipynb`",
+        "the exercise",
+        21,
+        "points at the exercise",
+    ),
     "unknown tag": ("lecture.py", "# %%\nx = 1", '# %% tags=["slow"]\nx = 1', 17, "unknown tag"),
     "metadata jupytext cannot read": ("exercise.py", 'grade_id="double"', "grade_id=double", 7, "key=JSON"),
     "unknown role": ("exercise.py", "# %% answer", "# %% solution", 7, "unknown cell role"),

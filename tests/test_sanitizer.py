@@ -3,6 +3,7 @@
 Rules are read with nbval's own parser, so a rule nbval would drop silently
 (e.g. an empty replacement stripped by an editor) fails here.
 """
+
 import re
 
 import pytest
@@ -25,15 +26,22 @@ def test_every_rule_is_parsed():
     assert len(PATTERNS) == sections == 2
 
 
-@pytest.mark.parametrize("accelerator, cpu", [
-    # as a CUDA machine prints them
-    ("tensor([[1., 1., 1.],\n        [1., 1., 1.]], device='cuda:0')",
-     "tensor([[1., 1., 1.],\n        [1., 1., 1.]])"),
-    ("tensor([[-0.5338],\n        [-0.5338]], device='cuda:0', grad_fn=<AddmmBackward0>)",
-     "tensor([[-0.5338],\n        [-0.5338]], grad_fn=<AddmmBackward0>)"),
-    ("tensor(3, device='cuda:1')", "tensor(3)"),
-    ("tensor([True, False], device='mps:0')", "tensor([True, False])"),
-])
+@pytest.mark.parametrize(
+    "accelerator, cpu",
+    [
+        # as a CUDA machine prints them
+        (
+            "tensor([[1., 1., 1.],\n        [1., 1., 1.]], device='cuda:0')",
+            "tensor([[1., 1., 1.],\n        [1., 1., 1.]])",
+        ),
+        (
+            "tensor([[-0.5338],\n        [-0.5338]], device='cuda:0', grad_fn=<AddmmBackward0>)",
+            "tensor([[-0.5338],\n        [-0.5338]], grad_fn=<AddmmBackward0>)",
+        ),
+        ("tensor(3, device='cuda:1')", "tensor(3)"),
+        ("tensor([True, False], device='mps:0')", "tensor([True, False])"),
+    ],
+)
 def test_device_suffix_rule_turns_accelerator_text_into_cpu_text(accelerator, cpu):
     assert sanitize(accelerator) == sanitize(cpu) == cpu
 

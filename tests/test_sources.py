@@ -1,5 +1,6 @@
 """Notebooks are generated from text sources; these tests keep the two in step
 and keep stored notebooks clean."""
+
 import json
 import os
 import re
@@ -10,8 +11,10 @@ import pytest
 from conftest import ROOT
 from tools import notebooks
 
-STORED = sorted(str(p.relative_to(ROOT)) for p in
-                [*ROOT.glob("course/*.ipynb"), *ROOT.glob("solutions/*/*.ipynb"), *ROOT.glob("exercises/*/*.ipynb")])
+STORED = sorted(
+    str(p.relative_to(ROOT))
+    for p in [*ROOT.glob("course/*.ipynb"), *ROOT.glob("solutions/*/*.ipynb"), *ROOT.glob("exercises/*/*.ipynb")]
+)
 
 
 def test_every_notebook_matches_its_text_source():
@@ -21,8 +24,11 @@ def test_every_notebook_matches_its_text_source():
 def test_every_lesson_has_a_lecture_and_an_exercise_and_nothing_else_is_stored():
     expected = set()
     for lesson in notebooks.lesson_ids():
-        expected |= {f"course/{lesson}.ipynb", f"solutions/{lesson}/{lesson}.ipynb",
-                     f"exercises/{lesson}/{lesson}.ipynb"}
+        expected |= {
+            f"course/{lesson}.ipynb",
+            f"solutions/{lesson}/{lesson}.ipynb",
+            f"exercises/{lesson}/{lesson}.ipynb",
+        }
     assert set(STORED) == expected
 
 
@@ -44,8 +50,9 @@ def test_notebook_hygiene(path):
     for machine_path in {str(ROOT), os.path.expanduser("~"), "/tmp/", "/home/", "/root/"}:
         assert machine_path not in outputs, f"{path} output shows the path {machine_path}"
     assert " at 0x" not in outputs, f"{path} stores an object's memory address (a bare repr)"
-    assert nb.cells[0].source == notebooks.colab_badge(path if not path.startswith("solutions/")
-                                                       else path.replace("solutions/", "exercises/", 1))
+    assert nb.cells[0].source == notebooks.colab_badge(
+        path if not path.startswith("solutions/") else path.replace("solutions/", "exercises/", 1)
+    )
 
 
 def test_jupytext_reads_every_source_without_guessing():
@@ -56,8 +63,9 @@ def test_jupytext_reads_every_source_without_guessing():
         nb = jupytext.read(target.source, fmt="py:percent")
         for cell in nb.cells:
             assert "incorrectly_encoded_metadata" not in cell.metadata, f"{target.source}: {cell.metadata}"
-        assert notebooks.canonical(target.source) == target.source.read_text(encoding="utf-8"), \
+        assert notebooks.canonical(target.source) == target.source.read_text(encoding="utf-8"), (
             f"{target.source} is not in jupytext's canonical form: run python -m tools.notebooks format"
+        )
 
 
 def test_builder_turns_roles_into_nbgrader_metadata(demo_lesson):
@@ -69,8 +77,9 @@ def test_builder_turns_roles_into_nbgrader_metadata(demo_lesson):
     assert meta["why"]["solution"] and meta["why"]["grade"] and meta["why"]["points"] == 1
     assert meta["exercise-99-demo-code"]["locked"] and not meta["exercise-99-demo-code"]["solution"]
     assert nb.cells[1].source == "# Exercise 99: Demo"
-    assert [c.metadata for c in nb.cells if c.id == "double"][0].keys() == {"nbgrader"}, \
+    assert [c.metadata for c in nb.cells if c.id == "double"][0].keys() == {"nbgrader"}, (
         "jupytext's own keys and the source keys do not reach the notebook"
+    )
 
 
 def test_cell_ids_are_names_so_an_inserted_cell_renames_only_its_section(demo_lesson):
@@ -94,10 +103,14 @@ def test_drift_is_detected(demo_lesson):
 def test_readme_lesson_table_comes_from_the_headers(demo_lesson):
     notebooks.build(None, run=False)
     readme = demo_lesson.parent.parent / "README.md"
-    assert "| 99 | Demo | [course/99_demo.ipynb](course/99_demo.ipynb) | [exercises/99_demo](exercises/99_demo/99_demo.ipynb) | CPU |" in readme.read_text()
+    assert (
+        "| 99 | Demo | [course/99_demo.ipynb](course/99_demo.ipynb) | [exercises/99_demo](exercises/99_demo/99_demo.ipynb) | CPU |"
+        in readme.read_text()
+    )
     lecture = demo_lesson / "lecture.py"
-    lecture.write_text(lecture.read_text().replace("title: Demo", "title: Demo v2")
-                       .replace("Lesson 99: Demo", "Lesson 99: Demo v2"))
+    lecture.write_text(
+        lecture.read_text().replace("title: Demo", "title: Demo v2").replace("Lesson 99: Demo", "Lesson 99: Demo v2")
+    )
     exercise = demo_lesson / "exercise.py"
     exercise.write_text(exercise.read_text().replace("Exercise 99: Demo", "Exercise 99: Demo v2"))
     notebooks.build(["99_demo"], run=False)

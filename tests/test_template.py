@@ -5,6 +5,7 @@ One worker (--jobs 1, in this process, so its template is this process's)
 grades a hostile student first, then others; the same class is graded again
 with the template switched off, and every row must be equal.
 """
+
 import asyncio
 import logging
 import os
@@ -103,8 +104,9 @@ def _grade(tmp, folder, name, use_template):
     saved = os.environ.get(template.SWITCH)
     os.environ[template.SWITCH] = "on" if use_template else "off"
     try:
-        rows = grade.run(grade.Options(A, folder, jobs=1, cell_timeout=20, notebook_timeout=120,
-                                       interrupt_grace=4, root=root))
+        rows = grade.run(
+            grade.Options(A, folder, jobs=1, cell_timeout=20, notebook_timeout=120, interrupt_grace=4, root=root)
+        )
     finally:
         os.environ.pop(template.SWITCH) if saved is None else os.environ.__setitem__(template.SWITCH, saved)
     return root, {r.student_id: r for r in rows}
@@ -118,8 +120,12 @@ def graded(tmp_path_factory):
     folder = tmp / "submissions"
     folder.mkdir()
     # Graded in name order on one worker: the hostile student first.
-    notebooks = {"a_hostile": _with_cells(HOSTILE, KILL_ALL), "b_probe": _with_cells(PROBE),
-                 "c_correct": submissions.answered(A), "d_probe": _with_cells(PROBE)}
+    notebooks = {
+        "a_hostile": _with_cells(HOSTILE, KILL_ALL),
+        "b_probe": _with_cells(PROBE),
+        "c_correct": submissions.answered(A),
+        "d_probe": _with_cells(PROBE),
+    }
     for name, nb in notebooks.items():
         nbformat.write(nb, folder / f"{name}.ipynb")
     shared = template.template()
@@ -127,8 +133,7 @@ def graded(tmp_path_factory):
     forked_root, forked = _grade(tmp, folder, "forked", use_template=True)
     after = {"starts": shared.starts - starts, "alive": shared.alive(), "lingering": lingering()}
     normal_root, normal = _grade(tmp, folder, "normal", use_template=False)
-    return {"forked": forked, "normal": normal, "forked_root": forked_root, "normal_root": normal_root,
-            "after": after}
+    return {"forked": forked, "normal": normal, "forked_root": forked_root, "normal_root": normal_root, "after": after}
 
 
 def test_only_the_graders_kernel_spec_names_the_template_provisioner():
@@ -136,10 +141,12 @@ def test_only_the_graders_kernel_spec_names_the_template_provisioner():
     plain = KernelSpecManager().get_kernel_spec("python3")
     assert "kernel_provisioner" not in plain.metadata, "students' kernels must not come from the grader's template"
     spec = KernelSpecManager().get_kernel_spec(template.GRADER_KERNEL)
-    assert spec.metadata.get("kernel_provisioner", {}).get("provisioner_name") == template.PROVISIONER_NAME, \
+    assert spec.metadata.get("kernel_provisioner", {}).get("provisioner_name") == template.PROVISIONER_NAME, (
         "run `python -m grader.template install` (make setup does)"
-    assert template.PROVISIONER_NAME in KernelProvisionerFactory.instance().get_provisioner_entries(), \
+    )
+    assert template.PROVISIONER_NAME in KernelProvisionerFactory.instance().get_provisioner_entries(), (
         "the entry point is missing: reinstall the grader (pip install -e .)"
+    )
 
 
 def test_the_template_graded_every_kernel_and_survived_the_hostile_student(graded):
@@ -149,8 +156,12 @@ def test_the_template_graded_every_kernel_and_survived_the_hostile_student(grade
 def test_grades_equal_a_normal_start(graded):
     for student, row in graded["normal"].items():
         forked = graded["forked"][student]
-        assert (forked.status, forked.score, forked.items, forked.detail) == \
-               (row.status, row.score, row.items, row.detail), student
+        assert (forked.status, forked.score, forked.items, forked.detail) == (
+            row.status,
+            row.score,
+            row.items,
+            row.detail,
+        ), student
 
 
 def test_students_after_a_hostile_one_are_untouched(graded):
@@ -179,7 +190,7 @@ def test_a_forked_kernel_sees_exactly_the_sandbox_a_normal_one_sees(graded):
     assert "CapBnd:\\t0000000000000000" in forked
     forked, normal = (re.sub(r"'CapBnd:\\t[0-9a-f]+', ", "", text) for text in (forked, normal))
     for key in ("IDS", "CAPS", "LIMITS", "MOUNTS", "HOST", "PIDS", "TMP", "HERE", "ENV ", "ALLOC"):
-        line = lambda text: next(l for l in text.splitlines() if l.startswith(key))  # noqa: E731
+        line = lambda text, key=key: next(l for l in text.splitlines() if l.startswith(key))  # noqa: E731
         assert line(forked) == line(normal), key
     environ = next(l for l in forked.splitlines() if l.startswith("ENVIRON"))
     for name in grader_cases.PLANTED:
@@ -236,8 +247,9 @@ def test_a_dead_template_costs_no_running_kernel_and_is_started_again(caplog):
 def test_without_a_template_kernels_start_normally_with_a_note(monkeypatch, caplog):
     shared = template.template()
     shared.stop()
-    monkeypatch.setattr(template.Template, "command",
-                        lambda self, folder: ["python3", "-c", "raise SystemExit('no template today')"])
+    monkeypatch.setattr(
+        template.Template, "command", lambda self, folder: ["python3", "-c", "raise SystemExit('no template today')"]
+    )
 
     async def scenario():
         with tempfile.TemporaryDirectory() as scratch:
@@ -255,14 +267,15 @@ def test_without_a_template_kernels_start_normally_with_a_note(monkeypatch, capl
 
 def test_a_kernel_exits_with_its_client():
     """A client that dies without shutting its kernel down takes the kernel along (bwrap's --die-with-parent)."""
-    code = ("import asyncio, os, sys, tempfile\n"
-            "sys.path.insert(0, 'tests')\n"
-            "from test_template import _kernel\n"
-            "km, kc = asyncio.run(_kernel(tempfile.mkdtemp()))\n"
-            "print(km.provisioner.process.init, flush=True)\n"
-            "os._exit(0)\n")
-    done = subprocess.run([os.sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          cwd=ROOT)
+    code = (
+        "import asyncio, os, sys, tempfile\n"
+        "sys.path.insert(0, 'tests')\n"
+        "from test_template import _kernel\n"
+        "km, kc = asyncio.run(_kernel(tempfile.mkdtemp()))\n"
+        "print(km.provisioner.process.init, flush=True)\n"
+        "os._exit(0)\n"
+    )
+    done = subprocess.run([os.sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     init = int(done.stdout.split()[-1])
     for _ in range(100):
         try:
@@ -306,11 +319,13 @@ def test_workers_fork_their_kernels_from_one_shared_template(tmp_path):
     try:
         root = tmp_path / "course"
         course.temporary_course(root, [A])
-        rows = grade.run(grade.Options(A, folder, jobs=2, cell_timeout=20, notebook_timeout=120,
-                                       interrupt_grace=4, root=root))
+        rows = grade.run(
+            grade.Options(A, folder, jobs=2, cell_timeout=20, notebook_timeout=120, interrupt_grace=4, root=root)
+        )
     finally:
         done.set()
         watcher.join()
     assert {r.status for r in rows} == {"graded"} and {r.score for r in rows} == {FULL}
-    assert folders == {template.template().folder}, \
+    assert folders == {template.template().folder}, (
         f"templates seen: {sorted(folders)}; this process's: {template.template().folder}"
+    )

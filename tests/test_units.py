@@ -1,5 +1,6 @@
 """Unit tests on tiny in-memory notebooks: the grader's collect and restore
 steps (the repairs every grading path runs), without kernels or nbgrader."""
+
 import copy
 import json
 
@@ -18,11 +19,17 @@ def released_notebook():
     """A released exercise in miniature: instructions, an answer, its tests."""
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    specs = [("markdown", _locked("# Exercise", "intro")),
-             ("code", {"source": "def f():\n    # YOUR CODE HERE\n    raise NotImplementedError()",
-                       "nbgrader": {"schema_version": 3, "grade_id": "f", "locked": False,
-                                    "solution": True, "grade": False}}),
-             ("code", _locked("assert f() == 1, 'f() should return 1.'", "test_f", grade=True, points=2))]
+    specs = [
+        ("markdown", _locked("# Exercise", "intro")),
+        (
+            "code",
+            {
+                "source": "def f():\n    # YOUR CODE HERE\n    raise NotImplementedError()",
+                "nbgrader": {"schema_version": 3, "grade_id": "f", "locked": False, "solution": True, "grade": False},
+            },
+        ),
+        ("code", _locked("assert f() == 1, 'f() should return 1.'", "test_f", grade=True, points=2)),
+    ]
     for kind, spec in specs:
         maker = nbformat.v4.new_markdown_cell if kind == "markdown" else nbformat.v4.new_code_cell
         cell = maker(spec["source"])
@@ -42,6 +49,7 @@ def _sources(nb):
 
 
 # --- restore -------------------------------------------------------------------
+
 
 def test_an_untouched_answered_notebook_is_restored_without_notes():
     restored, notes = restore.restore(answered(), released_notebook())
@@ -109,12 +117,16 @@ def test_a_retyped_answer_is_changed_back_and_student_cells_stay_ungraded():
 
 # --- collect -------------------------------------------------------------------
 
-@pytest.mark.parametrize("raw, reason", [
-    (b"", "empty file"),
-    (b"\x89PNG\r\n\x1a\n\x00\xff", "binary file"),
-    (b'{"cells": [', "not valid JSON"),
-    (b'{"name": "not a notebook"}', "JSON but not a Jupyter notebook"),
-])
+
+@pytest.mark.parametrize(
+    "raw, reason",
+    [
+        (b"", "empty file"),
+        (b"\x89PNG\r\n\x1a\n\x00\xff", "binary file"),
+        (b'{"cells": [', "not valid JSON"),
+        (b'{"name": "not a notebook"}', "JSON but not a Jupyter notebook"),
+    ],
+)
 def test_unreadable_files_get_a_reason(tmp_path, raw, reason):
     path = tmp_path / "x.ipynb"
     path.write_bytes(raw)
@@ -152,8 +164,18 @@ def test_collect_gives_every_entry_a_submission(tmp_path):
 
 # --- make check-env --------------------------------------------------------------
 
-@pytest.mark.parametrize("version, warns", [("2.13.0+cpu", False), ("2.11.0+cu128", False), ("3.0.0", False),
-                                            ("2.10.1", True), ("1.13.1", True), ("nightly", True)])
+
+@pytest.mark.parametrize(
+    "version, warns",
+    [
+        ("2.13.0+cpu", False),
+        ("2.11.0+cu128", False),
+        ("3.0.0", False),
+        ("2.10.1", True),
+        ("1.13.1", True),
+        ("nightly", True),
+    ],
+)
 def test_check_env_warns_below_the_course_torch_floor(version, warns):
     from tools import check_env
 

@@ -17,6 +17,7 @@ for each way of starting), cells (the correct notebook's cells run in a warm
 kernel, timed separately) and the rest, nbgrader's own work. It checks that
 every row gave every student the same score. Timings are measured, never asserted.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,10 +51,11 @@ c.OverwriteCells.add_missing_cells = True
 
 def make_submissions(assignment: str, count: int) -> dict[str, nbformat.NotebookNode]:
     wrong = cells.read_wrong_answers(assignment)
-    kinds = [("correct", lambda i: cells.answered(assignment)),
-             ("blank", lambda i: cells.exercise(assignment)),
-             ("wrong", lambda i: cells.answered(assignment, {wrong[i % len(wrong)].answer_id:
-                                                              wrong[i % len(wrong)].code}))]
+    kinds = [
+        ("correct", lambda i: cells.answered(assignment)),
+        ("blank", lambda i: cells.exercise(assignment)),
+        ("wrong", lambda i: cells.answered(assignment, {wrong[i % len(wrong)].answer_id: wrong[i % len(wrong)].code})),
+    ]
     return {f"student{i:03d}_{kinds[i % 3][0]}": kinds[i % 3][1](i) for i in range(count)}
 
 
@@ -72,10 +74,21 @@ def plain_nbgrader(assignment: str, subs: dict, work: Path) -> tuple[float, dict
         nbformat.write(nb, folder / f"{assignment}.ipynb")
     db_url = f"sqlite:///{root / 'gradebook.db'}"
     start = time.perf_counter()
-    subprocess.run([str(BIN / "nbgrader"), "autograde", assignment, f"--CourseDirectory.root={root}",
-                    f"--CourseDirectory.db_url={db_url}", f"--Exchange.root={root / 'exchange'}",
-                    "--log-level=ERROR"], cwd=root, env=environment(template=False), check=True,
-                   capture_output=True)
+    subprocess.run(
+        [
+            str(BIN / "nbgrader"),
+            "autograde",
+            assignment,
+            f"--CourseDirectory.root={root}",
+            f"--CourseDirectory.db_url={db_url}",
+            f"--Exchange.root={root / 'exchange'}",
+            "--log-level=ERROR",
+        ],
+        cwd=root,
+        env=environment(template=False),
+        check=True,
+        capture_output=True,
+    )
     elapsed = time.perf_counter() - start
     from nbgrader.api import Gradebook
 
@@ -91,9 +104,27 @@ def our_grader(assignment: str, downloads: Path, work: Path, jobs: int, template
     course.register(course.temporary_course(root, [assignment]), assignment)
     out = root / "grades.csv"
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "grader", "grade", assignment, "--submissions", str(downloads),
-                           "--jobs", str(jobs), "--root", str(root), "--out", str(out)],
-                          cwd=ROOT, env=environment(template), capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grader",
+            "grade",
+            assignment,
+            "--submissions",
+            str(downloads),
+            "--jobs",
+            str(jobs),
+            "--root",
+            str(root),
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        env=environment(template),
+        capture_output=True,
+        text=True,
+    )
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"grader failed:\n{done.stdout[-2000:]}{done.stderr[-3000:]}")
@@ -171,16 +202,20 @@ def main() -> int:
                 runs.append((label, jobs, elapsed, scores, start))
         run_cells = cells_time(args.assignment)
     base_rate = n / runs[0][2] * 60
-    print(f"\n{n} submissions of {args.assignment} on {os.cpu_count()} cores; cost = worker-seconds per "
-          "submission (kernel start and cells timed separately, nbgrader = the rest)")
+    print(
+        f"\n{n} submissions of {args.assignment} on {os.cpu_count()} cores; cost = worker-seconds per "
+        "submission (kernel start and cells timed separately, nbgrader = the rest)"
+    )
     header = f"{'':40} {'subs/min':>9} {'ratio':>6} {'s/sub':>6} {'start':>6} {'cells':>6} {'nbgrader':>8}"
     print(header)
     print("-" * len(header))
     for label, jobs, elapsed, _, start in runs:
         rate = n / elapsed * 60
         cost = elapsed * jobs / n
-        print(f"{label:40} {rate:9.1f} {rate / base_rate:5.2f}x {cost:6.2f} {start:6.2f} {run_cells:6.2f} "
-              f"{cost - start - run_cells:8.2f}")
+        print(
+            f"{label:40} {rate:9.1f} {rate / base_rate:5.2f}x {cost:6.2f} {start:6.2f} {run_cells:6.2f} "
+            f"{cost - start - run_cells:8.2f}"
+        )
     same = all(scores == runs[0][3] for _, _, _, scores, _ in runs)
     print(f"same scores in every row: {'yes' if same else 'NO'}")
     return 0 if same else 1

@@ -17,6 +17,7 @@ default argument, another formula) live in `tests/right_answers/<id>.py`, as
 `# %% right id=ANSWER_ID -- how it differs`; with one in place every graded
 test must pass, so the tests accept what the instructions allow.
 """
+
 from __future__ import annotations
 
 import re
@@ -38,7 +39,7 @@ class WrongAnswer:
     fails: str
     why: str
     code: str
-    line: int = 0    # where the fixture starts in its file
+    line: int = 0  # where the fixture starts in its file
 
     def __str__(self) -> str:
         return f"{self.lesson}:{self.answer_id}: {self.why}"
@@ -51,9 +52,15 @@ def graded_cells(nb) -> list[dict]:
         if cell.cell_type != "code":
             continue
         meta = cell.metadata.get("nbgrader", {})
-        cells.append({"id": meta.get("grade_id", cell.get("id")), "source": cell.source,
-                      "tests": bool(meta.get("grade")), "answer": bool(meta.get("solution")),
-                      "points": meta.get("points", 0)})
+        cells.append(
+            {
+                "id": meta.get("grade_id", cell.get("id")),
+                "source": cell.source,
+                "tests": bool(meta.get("grade")),
+                "answer": bool(meta.get("solution")),
+                "points": meta.get("points", 0),
+            }
+        )
     return cells
 
 
@@ -66,6 +73,7 @@ def run(cells: list[dict], replace: dict[str, str] | None = None) -> dict[str, B
     # Figures have no screen here; set in this process only, never in the
     # environment that nbval's kernels inherit.
     import matplotlib
+
     matplotlib.use("Agg")
     namespace: dict = {"__name__": "__main__"}
     outcome: dict[str, BaseException | None] = {}
@@ -100,8 +108,9 @@ def _read_answers(path: Path, lesson: str, kind: str) -> list[WrongAnswer]:
             if match is None or match.group("kind") != kind:
                 raise ValueError(f"{path}:{number}: expected '# %% {kind} id=ANSWER_ID -- why'")
             opts = dict(word.split("=", 1) for word in match.group("opts").split())
-            answers.append(WrongAnswer(lesson, opts["id"], opts.get("fails", f"test_{opts['id']}"),
-                                       match.group("why"), "", number))
+            answers.append(
+                WrongAnswer(lesson, opts["id"], opts.get("fails", f"test_{opts['id']}"), match.group("why"), "", number)
+            )
         elif answers:
             answers[-1].code += line + "\n"
         elif line.strip() and not line.startswith("#"):
@@ -123,8 +132,9 @@ def answered(lesson: str, replace: dict[str, str] | None = None):
     """The exercise as a student who copied the model answers would hand it in;
     `replace` swaps some answers for other code (a wrong answer, say)."""
     solution = nbformat.read(ROOT / "solutions" / lesson / f"{lesson}.ipynb", as_version=4)
-    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in solution.cells
-               if c.metadata["nbgrader"].get("solution")}
+    answers = {
+        c.metadata["nbgrader"]["grade_id"]: c.source for c in solution.cells if c.metadata["nbgrader"].get("solution")
+    }
     answers.update(replace or {})
     nb = exercise(lesson)
     for cell in nb.cells:
@@ -136,8 +146,11 @@ def answered(lesson: str, replace: dict[str, str] | None = None):
 def check_lesson(lesson: str) -> list[str]:
     """Problems with a lesson's tests: the solution must pass, each wrong answer must fail its item only."""
     cells = solution_cells(lesson)
-    problems = [f"{lesson}: the solution fails {test_id}: {error!r}"
-                for test_id, error in run(cells).items() if error is not None]
+    problems = [
+        f"{lesson}: the solution fails {test_id}: {error!r}"
+        for test_id, error in run(cells).items()
+        if error is not None
+    ]
     answer_ids = {c["id"] for c in cells if c["answer"]}
     for wrong in read_wrong_answers(lesson):
         if wrong.answer_id not in answer_ids:

@@ -1,4 +1,5 @@
 """`make check-env`: what a student or maintainer needs to know about this machine."""
+
 import platform
 import re
 import subprocess
@@ -16,9 +17,11 @@ def torch_floor_warning(version: str) -> str | None:
     if match is None:
         return f"WARNING: cannot read the torch version {version!r}; the course needs torch >= {TORCH_FLOOR[0]}.{TORCH_FLOOR[1]}"
     if tuple(int(part) for part in match.groups()) < TORCH_FLOOR:
-        return (f"WARNING: torch {version} is older than {TORCH_FLOOR[0]}.{TORCH_FLOOR[1]}, the oldest version "
-                "the course is written for; some cells (torch.accelerator, weights_only defaults) will fail. "
-                "Upgrade torch.")
+        return (
+            f"WARNING: torch {version} is older than {TORCH_FLOOR[0]}.{TORCH_FLOOR[1]}, the oldest version "
+            "the course is written for; some cells (torch.accelerator, weights_only defaults) will fail. "
+            "Upgrade torch."
+        )
     return None
 
 

@@ -3,6 +3,7 @@ handling is grader/course.py; tools may import grader, never the reverse).
 
     python -m tools.course exercises [ID ...]   # regenerate exercises/ from solutions/
 """
+
 from __future__ import annotations
 
 import shutil
@@ -16,8 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def assignment_ids() -> list[str]:
-    return sorted(p.name for p in (ROOT / "solutions").iterdir()
-                  if (p / f"{p.name}.ipynb").exists())
+    return sorted(p.name for p in (ROOT / "solutions").iterdir() if (p / f"{p.name}.ipynb").exists())
 
 
 def load_config(root: Path | None = None):

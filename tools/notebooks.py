@@ -48,6 +48,7 @@ Commands:
     python -m tools.notebooks check     # fail if a notebook or README drifted from its source
     python -m tools.notebooks format    # rewrite sources in jupytext's canonical form
 """
+
 from __future__ import annotations
 
 import argparse
@@ -131,8 +132,10 @@ def with_stored_outputs(fresh: nbformat.NotebookNode, path: Path) -> nbformat.No
     old_cells.metadata = without_outputs(fresh).metadata
     if old_cells != without_outputs(fresh):
         return fresh
-    old.metadata = {**{k: v for k, v in old.metadata.items() if k not in SOURCE_METADATA},
-                    **{k: v for k, v in fresh.metadata.items() if k in SOURCE_METADATA}}
+    old.metadata = {
+        **{k: v for k, v in old.metadata.items() if k not in SOURCE_METADATA},
+        **{k: v for k, v in fresh.metadata.items() if k in SOURCE_METADATA},
+    }
     return old
 
 
@@ -159,8 +162,10 @@ def lesson_table() -> str:
         number = int(lesson.split("_", 1)[0])
         settings = lesson_settings(lesson)
         runtime = "GPU" if settings.get("gpu") else "CPU"
-        rows.append(f"| {number} | {settings.get('title', lesson)} | [course/{lesson}.ipynb](course/{lesson}.ipynb) | "
-                    f"[exercises/{lesson}](exercises/{lesson}/{lesson}.ipynb) | {runtime} |")
+        rows.append(
+            f"| {number} | {settings.get('title', lesson)} | [course/{lesson}.ipynb](course/{lesson}.ipynb) | "
+            f"[exercises/{lesson}](exercises/{lesson}/{lesson}.ipynb) | {runtime} |"
+        )
     return "\n".join(rows)
 
 
@@ -168,7 +173,7 @@ def with_lesson_table(readme: str) -> str:
     start, end = readme.find(TABLE_START), readme.find(TABLE_END)
     if start < 0 or end < start:
         raise SourceError(f"README.md: the lesson table must sit between {TABLE_START!r} and {TABLE_END!r}")
-    return readme[:start + len(TABLE_START)] + "\n" + lesson_table() + "\n" + readme[end:]
+    return readme[: start + len(TABLE_START)] + "\n" + lesson_table() + "\n" + readme[end:]
 
 
 def drift() -> list[str]:
@@ -181,8 +186,10 @@ def drift() -> list[str]:
         stored = without_outputs(nbformat.read(target.notebook, as_version=4))
         fresh = without_outputs(target.build())
         if stored != fresh:
-            problems.append(f"{target.notebook.relative_to(ROOT)} differs from "
-                            f"{target.source.relative_to(ROOT)}; run make notebooks")
+            problems.append(
+                f"{target.notebook.relative_to(ROOT)} differs from "
+                f"{target.source.relative_to(ROOT)}; run make notebooks"
+            )
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     if readme != with_lesson_table(readme):
         problems.append("README.md's lesson table differs from the lessons; run make notebooks")

@@ -22,6 +22,7 @@ The rules, one function each (see RULES at the bottom):
 - every answer has at least two wrong-answer fixtures in
   tests/wrong_answers/<id>.py, and every fixture names an existing answer.
 """
+
 from __future__ import annotations
 
 import ast
@@ -82,8 +83,11 @@ def check_lecture(lesson: str, lecture: Source) -> None:
     pointer = f"exercises/{lesson}/{lesson}.ipynb"
     last = [c for c in lecture.cells if c.cell_type == "markdown"][-1:]
     if not last or pointer not in last[0].source:
-        fail(lecture.path, last[0].line if last else 1,
-             f"the lecture ends with a summary that points at the exercise ({pointer})")
+        fail(
+            lecture.path,
+            last[0].line if last else 1,
+            f"the lecture ends with a summary that points at the exercise ({pointer})",
+        )
 
 
 def check_graded_cells(exercise: Source) -> None:
@@ -93,7 +97,7 @@ def check_graded_cells(exercise: Source) -> None:
     for cell in exercise.cells:
         where = (exercise.path, cell.line)
         if cell.role and not cell.grade_id:
-            fail(*where, f"a {cell.role} cell needs grade_id=\"NAME\"")
+            fail(*where, f'a {cell.role} cell needs grade_id="NAME"')
         if cell.role in ("tests", "manual") and (not isinstance(cell.points, int) or cell.points < 1):
             fail(*where, f"a {cell.role} cell is worth a whole number of points, at least 1 (points=N)")
         if cell.role != "tests" and cell.role != "manual" and cell.points is not None:
@@ -111,8 +115,11 @@ def check_graded_cells(exercise: Source) -> None:
         elif cell.role == "tests":
             answer = cell.grade_id.removeprefix("test_")
             if not cell.grade_id.startswith("test_") or answer not in answers:
-                fail(*where, "a tests cell is named test_<answer> after an answer cell above it "
-                     f"(answers so far: {', '.join(answers) or 'none'})")
+                fail(
+                    *where,
+                    "a tests cell is named test_<answer> after an answer cell above it "
+                    f"(answers so far: {', '.join(answers) or 'none'})",
+                )
             if answer in tested:
                 fail(*where, f"{answer} has one tests cell")
             tested.add(answer)
@@ -120,7 +127,10 @@ def check_graded_cells(exercise: Source) -> None:
             if not hidden_start or "### END HIDDEN TESTS" not in hidden:
                 fail(*where, "a tests cell has hidden tests between ### BEGIN HIDDEN TESTS and ### END HIDDEN TESTS")
             if not re.search(r"^\s*assert\b", visible, re.M):
-                fail(*where, "a tests cell has a visible assert before its hidden tests, so students can check their work")
+                fail(
+                    *where,
+                    "a tests cell has a visible assert before its hidden tests, so students can check their work",
+                )
         elif cell.role == "manual":
             manual += 1
     if not answers:
@@ -136,8 +146,12 @@ def check_ids_and_tags(source: Source) -> None:
     seen: dict[str, int] = {}
     for cell, cell_id in zip(source.cells, notebooks.cell_ids(source.cells)):
         if cell_id in seen or cell_id == "colab-badge":
-            fail(source.path, cell.line, f"cell id {cell_id!r} is used twice (first at line {seen.get(cell_id)}); "
-                 "rename the grade_id or the section heading")
+            fail(
+                source.path,
+                cell.line,
+                f"cell id {cell_id!r} is used twice (first at line {seen.get(cell_id)}); "
+                "rename the grade_id or the section heading",
+            )
         seen[cell_id] = cell.line
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", cell_id):
             fail(source.path, cell.line, f"cell id {cell_id!r}: letters, digits, '-' and '_' only (nbformat)")
@@ -156,12 +170,20 @@ def check_imports(exercise: Source) -> None:
         except SyntaxError as error:
             fail(exercise.path, cell.line + (error.lineno or 0), f"code does not parse: {error.msg}")
         for node in ast.walk(tree):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
             for name in names:
                 if name.split(".")[0] not in allowed:
-                    fail(exercise.path, cell.line + node.lineno,
-                         f"an exercise imports only torch, numpy, matplotlib and the standard library, not {name}")
+                    fail(
+                        exercise.path,
+                        cell.line + getattr(node, "lineno", 1),
+                        f"an exercise imports only torch, numpy, matplotlib and the standard library, not {name}",
+                    )
 
 
 def check_wrong_answers(lesson: str, exercise: Source) -> None:

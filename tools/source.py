@@ -3,6 +3,7 @@ nbgrader roles and names, and the notebooks they describe (the grammar is docume
 tools/notebooks.py, the builder). tools/rules.py checks these sources; the builder
 writes notebooks from them; neither imports the other's module for this.
 """
+
 from __future__ import annotations
 
 import copy
@@ -65,6 +66,7 @@ class SourceCell:
 @dataclass
 class Source:
     """One parsed lesson source: the header's metadata and the cells."""
+
     path: str
     metadata: dict
     cells: list[SourceCell]
@@ -80,15 +82,18 @@ def parse_source(text: str, origin: str = "<source>") -> Source:
     marker_lines = [n for n, line in enumerate(text.splitlines(), start=1) if MARKER.match(line)]
     if len(marker_lines) != len(nb.cells):
         first = marker_lines[0] if marker_lines else 1
-        raise SourceError(f"{origin}:{first}: every cell starts with a '# %%' line "
-                          "(text between the header and the first cell?)")
+        raise SourceError(
+            f"{origin}:{first}: every cell starts with a '# %%' line (text between the header and the first cell?)"
+        )
     cells = []
     for cell, line in zip(nb.cells, marker_lines):
         meta = dict(cell.metadata)
         where = f"{origin}:{line}"
         if "incorrectly_encoded_metadata" in meta:
-            raise SourceError(f"{where}: cell metadata must be key=JSON, e.g. grade_id=\"f\" points=2 "
-                              f"or tags=[\"nbval-ignore-output\"]; got {meta['incorrectly_encoded_metadata']!r}")
+            raise SourceError(
+                f'{where}: cell metadata must be key=JSON, e.g. grade_id="f" points=2 '
+                f'or tags=["nbval-ignore-output"]; got {meta["incorrectly_encoded_metadata"]!r}'
+            )
         role = meta.pop("title", None)
         if role is not None and role not in ROLES:
             raise SourceError(f"{where}: unknown cell role {role!r} (roles: {', '.join(sorted(ROLES))})")
@@ -96,8 +101,9 @@ def parse_source(text: str, origin: str = "<source>") -> Source:
             meta.pop(key, None)
         unknown = set(meta) - CELL_KEYS
         if unknown:
-            raise SourceError(f"{where}: unknown cell metadata {sorted(unknown)} "
-                              f"(allowed: {', '.join(sorted(CELL_KEYS))})")
+            raise SourceError(
+                f"{where}: unknown cell metadata {sorted(unknown)} (allowed: {', '.join(sorted(CELL_KEYS))})"
+            )
         cells.append(SourceCell(cell.cell_type, role, cell.source, line, meta))
     return Source(origin, dict(nb.metadata), cells)
 
@@ -181,6 +187,7 @@ def build_notebook(source: Source, badge_path: str, graded: bool, gpu: bool = Fa
 @dataclass(frozen=True)
 class Target:
     """One generated notebook: where its text source is and where it goes."""
+
     lesson: str
     source: Path
     notebook: Path
@@ -188,8 +195,9 @@ class Target:
     graded: bool
 
     def build(self) -> nbformat.NotebookNode:
-        return build_notebook(read_source(self.source), self.badge_path, self.graded,
-                              lesson_settings(self.lesson).get("gpu", False))
+        return build_notebook(
+            read_source(self.source), self.badge_path, self.graded, lesson_settings(self.lesson).get("gpu", False)
+        )
 
 
 def lessons_dir() -> Path:
@@ -197,8 +205,9 @@ def lessons_dir() -> Path:
 
 
 def lesson_ids() -> list[str]:
-    return sorted(p.name for p in lessons_dir().iterdir()
-                  if (p / "lecture.py").exists() or (p / "exercise.py").exists())
+    return sorted(
+        p.name for p in lessons_dir().iterdir() if (p / "lecture.py").exists() or (p / "exercise.py").exists()
+    )
 
 
 def lesson_settings(lesson: str) -> dict:
@@ -216,10 +225,19 @@ def targets(ids: list[str] | None = None) -> list[Target]:
     for lesson in ids or lesson_ids():
         folder = lessons_dir() / lesson
         if (folder / "lecture.py").exists():
-            found.append(Target(lesson, folder / "lecture.py", ROOT / "course" / f"{lesson}.ipynb",
-                                f"course/{lesson}.ipynb", False))
+            found.append(
+                Target(
+                    lesson, folder / "lecture.py", ROOT / "course" / f"{lesson}.ipynb", f"course/{lesson}.ipynb", False
+                )
+            )
         if (folder / "exercise.py").exists():
-            found.append(Target(lesson, folder / "exercise.py",
-                                ROOT / "solutions" / lesson / f"{lesson}.ipynb",
-                                f"exercises/{lesson}/{lesson}.ipynb", True))
+            found.append(
+                Target(
+                    lesson,
+                    folder / "exercise.py",
+                    ROOT / "solutions" / lesson / f"{lesson}.ipynb",
+                    f"exercises/{lesson}/{lesson}.ipynb",
+                    True,
+                )
+            )
     return found

@@ -8,5 +8,6 @@ JupyterLab shows Formgrader in a frame, so that header leaves it blank
 (JupyterHub.subdomain_host in hub/jupyterhub_config.py), so allowing frames
 from the same origin ('self') lets only this service's own JupyterLab frame it.
 """
+
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 c.ServerApp.tornado_settings = {"headers": {"Content-Security-Policy": "frame-ancestors 'self'"}}

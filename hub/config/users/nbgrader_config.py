@@ -4,6 +4,7 @@ the course and its shared exchange, with private hand-ins (hub/exchange.py).
 hub/jupyterhub_config.py puts this folder on JUPYTER_CONFIG_PATH and hub/ on
 PYTHONPATH, and names the exchange folder in COURSE_EXCHANGE.
 """
+
 import os
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
