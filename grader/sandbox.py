@@ -50,7 +50,8 @@ CLAIMED_UIDS = range(FIRST_UID + 1000, FIRST_UID + 2000)
 _claimed: dict = {}
 # The only variables a student's kernel gets from the grader's environment
 # (everything else, tokens and database passwords included, stays out).
-PASSED_THROUGH = ("PATH", "LANG", "LANGUAGE", "TZ")
+# CUDA_VISIBLE_DEVICES: a GPU worker's kernel sees exactly the GPUs given to its worker.
+PASSED_THROUGH = ("PATH", "LANG", "LANGUAGE", "TZ", "CUDA_VISIBLE_DEVICES")
 PASSED_THROUGH_PREFIXES = ("LC_",)
 
 
@@ -130,6 +131,11 @@ def layout(scratch: str, sockets: str) -> list[tuple]:
     ("tmpfs", path, mode), ("dir", path, mode), ("symlink", target, path),
     ("ro-bind" or "bind", source, target)."""
     steps: list[tuple] = [("dev", "/dev"), ("proc", "/proc"), ("tmpfs", "/tmp", 0o1777)]
+    # A GPU's device nodes (bwrap's minimal /dev has none), and /sys, where CUDA reads its topology.
+    devices = gpu_devices()
+    steps += [("dev-bind", node, node) for node in devices]
+    if devices:
+        steps.append(("ro-bind", "/sys", "/sys"))
     for folder in SYSTEM_FOLDERS:
         if os.path.isdir(folder):
             steps.append(("ro-bind", folder, folder))
@@ -166,10 +172,33 @@ def layout(scratch: str, sockets: str) -> list[tuple]:
     return steps + mounts
 
 
+# Where the NVIDIA driver's device nodes live (a test points this at fake ones).
+DEVICE_FOLDER = "/dev"
+NVIDIA_CONTROL = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")
+
+
+def gpu_devices(visible: str | None = None) -> list[str]:
+    """The NVIDIA device nodes a kernel needs for the GPUs this process may use: the control
+    nodes and /dev/nvidiaN for each index in CUDA_VISIBLE_DEVICES (all of them when it is unset
+    or names GPUs by UUID, which only the driver can map). Empty without an NVIDIA driver."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES") if visible is None else visible
+    folder = Path(DEVICE_FOLDER)
+    if not (folder / "nvidiactl").exists() or visible == "":
+        return []
+    gpus = sorted(p.name for p in folder.glob("nvidia[0-9]*") if p.name[6:].isdigit())
+    if visible and all(part.strip().isdigit() for part in visible.split(",")):
+        gpus = [f"nvidia{int(part)}" for part in visible.split(",") if (folder / f"nvidia{int(part)}").exists()]
+    return [str(folder / name) for name in (*NVIDIA_CONTROL, *gpus) if (folder / name).exists()]
+
+
 def limits(*, memory_mb: int, max_processes: int, file_mb: int) -> dict[str, int]:
-    """Each process's resource limits (soft and hard), by resource name as prlimit and setrlimit know them."""
+    """Each process's resource limits (soft and hard), by resource name as prlimit and setrlimit know them.
+
+    With a GPU, the address-space limit would stop CUDA, which reserves far more address
+    space than it uses: the data limit (memory a process writes) holds instead."""
+    memory = "data" if gpu_devices() else "as"
     return {
-        "as": memory_mb * 1024 * 1024,
+        memory: memory_mb * 1024 * 1024,
         "nproc": max_processes,
         "fsize": file_mb * 1024 * 1024,
         "nofile": 256,

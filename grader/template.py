@@ -69,7 +69,7 @@ from typing import Any
 from jupyter_client.provisioning import LocalProvisioner
 from traitlets import Bool, Float
 
-from .sandbox import clean_environment
+from .sandbox import clean_environment, gpu_devices
 from .template_server import INLINE_BACKEND, LAUNCHER, SYS_PIVOT_ROOT, serve
 
 PROVISIONER_NAME = "course-kernel-template"
@@ -308,7 +308,8 @@ def kernels_would_fork(sandboxed: bool, kernel_name: str = "course-grader") -> b
     except NoSuchKernel:
         return False
     named = spec.metadata.get("kernel_provisioner", {}).get("provisioner_name") == PROVISIONER_NAME
-    return named and enabled_by_environment() and (not sandboxed or can_sandbox())
+    # GPU kernels start normally (bwrap binds their device nodes): a forked CUDA context is unusable.
+    return named and enabled_by_environment() and (not sandboxed or can_sandbox()) and not gpu_devices()
 
 
 def _fd(value, default: int) -> tuple[int, bool]:
@@ -337,6 +338,8 @@ class TemplateProvisioner(LocalProvisioner):
             return f"the kernel command is not this Python's ipykernel: {' '.join(argv[:3])}"
         if sandbox is not None and (not can_sandbox() or sandbox.get("uid") is None):
             return "a sandboxed kernel needs the grader to run as root on x86_64 or aarch64 Linux"
+        if gpu_devices():
+            return "a GPU is visible: a CUDA context cannot be forked, bwrap binds the GPU's devices"
         return None
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any):

@@ -58,6 +58,7 @@ DEVICE_LINKS = {
 PROC_READ_ONLY = ("irq", "bus")
 RLIMITS = {
     "as": resource.RLIMIT_AS,
+    "data": resource.RLIMIT_DATA,
     "nproc": resource.RLIMIT_NPROC,
     "fsize": resource.RLIMIT_FSIZE,
     "nofile": resource.RLIMIT_NOFILE,
