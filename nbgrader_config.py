@@ -4,6 +4,7 @@ Found by the nbgrader CLI and by JupyterLab's formgrader because both start in
 the repository root (`make lab`, `make exercises`, the tests); everything is
 anchored to this file's folder so a different working directory cannot move it.
 """
+
 import os
 import sys
 
@@ -33,6 +34,10 @@ c.Exchange.path_includes_course = True
 
 # Generated notebooks carry no stored outputs.
 c.ClearOutput.enabled = True
+
+# `nbgrader validate` cuts every line at 90 characters by default, the tests' hints
+# included: show a student the whole sentence.
+c.Validator.width = 1000
 
 # Every autograde (the nbgrader CLI, Formgrader's Autograde button, `python -m
 # grader grade`) runs the course's safe engine (grader/pipeline.py): unreadable

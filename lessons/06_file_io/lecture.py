@@ -494,7 +494,7 @@ print("files starting with 'atomic':", sorted(p.name for p in root.glob("atomic*
 #
 # We export the MLP from above in evaluation mode (why the mode matters comes
 # next) and declare the batch dimension as dynamic.
-
+#
 #
 # (Some PyTorch releases, 2.11 among them, warn while loading that "the given
 # buffer is not writable": they wrap the file's bytes in tensors without

@@ -12,3 +12,5 @@ c.CourseDirectory.course_id = os.environ["COURSE_ID"]
 c.Exchange.root = os.environ["COURSE_EXCHANGE"]
 c.Exchange.path_includes_course = True
 c.ExchangeFactory.submit = "exchange.PrivateSubmit"
+# A student's `nbgrader validate` shows each test's hint whole (the default cuts at 90 characters).
+c.Validator.width = 1000
