@@ -24,7 +24,6 @@ LMS keeps failing, the run stops and lists who was and was not sent.
 This module also holds what the hub shares with it (hub/lti.py imports it): the store's
 schema and the tool's key and JWKS, so both sides agree on one definition.
 """
-
 from __future__ import annotations
 
 import base64
@@ -53,8 +52,8 @@ LINEITEM_TYPE = "application/vnd.ims.lis.v2.lineitem+json"
 CONTAINER_TYPE = "application/vnd.ims.lis.v2.lineitemcontainer+json"
 SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
 RESULTS_TYPE = "application/vnd.ims.lis.v2.resultcontainer+json"
-ATTEMPTS = 5  # one try and four retries: waits of 1, 2, 4 and 8 x BACKOFF seconds
-TIMEOUT = 30  # seconds per HTTP request
+ATTEMPTS = 5            # one try and four retries: waits of 1, 2, 4 and 8 x BACKOFF seconds
+TIMEOUT = 30            # seconds per HTTP request
 
 SCHEMA = """
 create table if not exists launches (
@@ -91,32 +90,26 @@ class Store:
         return done.rowcount == 1
 
     def record_launch(self, name: str, sub: str, role: str, claims: dict) -> None:
-        self.db.execute(
-            "insert or replace into launches values (?, ?, ?, ?, ?)", (name, sub, role, time.time(), json.dumps(claims))
-        )
+        self.db.execute("insert or replace into launches values (?, ?, ?, ?, ?)",
+                        (name, sub, role, time.time(), json.dumps(claims)))
 
     def launches(self) -> dict[str, dict]:
         rows = self.db.execute("select name, sub, role, launched, claims from launches")
-        return {
-            name: {"sub": sub, "role": role, "launched": launched, **json.loads(claims)}
-            for name, sub, role, launched, claims in rows
-        }
+        return {name: {"sub": sub, "role": role, "launched": launched, **json.loads(claims)}
+                for name, sub, role, launched, claims in rows}
 
     def sent(self, lineitem: str, sub: str) -> tuple[float, float] | None:
-        row = self.db.execute(
-            "select score, maximum from sent where lineitem = ? and sub = ?", (lineitem, sub)
-        ).fetchone()
+        row = self.db.execute("select score, maximum from sent where lineitem = ? and sub = ?",
+                              (lineitem, sub)).fetchone()
         return tuple(row) if row else None
 
-    def mark_sent(self, lineitem: str, sub: str, student: str, assignment: str, score: float, maximum: float) -> None:
-        self.db.execute(
-            "insert or replace into sent values (?, ?, ?, ?, ?, ?, ?)",
-            (lineitem, sub, student, assignment, score, maximum, _now()),
-        )
+    def mark_sent(self, lineitem: str, sub: str, student: str, assignment: str, score: float,
+                  maximum: float) -> None:
+        self.db.execute("insert or replace into sent values (?, ?, ?, ?, ?, ?, ?)",
+                        (lineitem, sub, student, assignment, score, maximum, _now()))
 
 
 # -- the tool's key ---------------------------------------------------------------------
-
 
 def load_key(path: Path | str, create: bool = False):
     """The tool's RSA private key; with `create`, a new 2048-bit one when the file is missing."""
@@ -126,9 +119,8 @@ def load_key(path: Path | str, create: bool = False):
     path = Path(path)
     if not path.exists() and create:
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        pem = key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
+        pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
         with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
             out.write(pem)
     return serialization.load_pem_private_key(path.read_bytes(), password=None)
@@ -145,7 +137,6 @@ def public_jwk(key) -> dict:
 
 
 # -- HTTP and AGS -------------------------------------------------------------------------
-
 
 class LMSError(Exception):
     def __init__(self, message: str, retryable: bool):
@@ -176,7 +167,7 @@ def _http(method: str, url: str, headers: dict, body: bytes | None = None):
 def _next_link(headers) -> str | None:
     for part in (headers.get("Link") or "").split(","):
         if 'rel="next"' in part and "<" in part:
-            return part[part.index("<") + 1 : part.index(">")]
+            return part[part.index("<") + 1:part.index(">")]
     return None
 
 
@@ -191,37 +182,22 @@ class Platform:
         import jwt
 
         now = int(time.time())
-        claims = {
-            "iss": self.tool["client_id"],
-            "sub": self.tool["client_id"],
-            "aud": self.tool["token_url"],
-            "iat": now,
-            "exp": now + 300,
-            "jti": uuid.uuid4().hex,
-        }
+        claims = {"iss": self.tool["client_id"], "sub": self.tool["client_id"],
+                  "aud": self.tool["token_url"],
+                  "iat": now, "exp": now + 300, "jti": uuid.uuid4().hex}
         return jwt.encode(claims, self.key, algorithm="RS256", headers={"kid": public_jwk(self.key)["kid"]})
 
     def access_token(self) -> str:
         if self.token and time.time() < self.expires:
             return self.token
-        form = urlencode(
-            {
-                "grant_type": "client_credentials",
-                "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
-                "client_assertion": self.assertion(),
-                "scope": " ".join(sorted(self.scopes)),
-            }
-        )
-        status, _, body = self._retrying(
-            "POST",
-            self.tool["token_url"],
-            {"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"},
-            form.encode(),
-        )
+        form = urlencode({"grant_type": "client_credentials",
+                          "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+                          "client_assertion": self.assertion(), "scope": " ".join(sorted(self.scopes))})
+        status, _, body = self._retrying("POST", self.tool["token_url"], {
+            "Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"}, form.encode())
         if status != 200:
-            raise LMSError(
-                f"the LMS refused an access token ({status}): {body[:300].decode(errors='replace')}", retryable=False
-            )
+            raise LMSError(f"the LMS refused an access token ({status}): {body[:300].decode(errors='replace')}",
+                           retryable=False)
         answer = json.loads(body)
         granted = set((answer.get("scope") or " ".join(self.scopes)).split())
         if SCOPE_SCORE not in granted:
@@ -243,10 +219,8 @@ class Platform:
                 self.token = ""
                 continue
             if not 200 <= status < 300:
-                raise LMSError(
-                    f"{method} {url}: the LMS answered {status}: {answer[:300].decode(errors='replace')}",
-                    retryable=False,
-                )
+                raise LMSError(f"{method} {url}: the LMS answered {status}: "
+                               f"{answer[:300].decode(errors='replace')}", retryable=False)
             return answer_headers, (json.loads(answer) if answer.strip() else None)
 
     def _retrying(self, method: str, url: str, headers: dict, body: bytes | None):
@@ -256,7 +230,7 @@ class Platform:
         for attempt in range(ATTEMPTS):
             if attempt:
                 time.sleep(wait)
-            wait = self.backoff * 2**attempt
+            wait = self.backoff * 2 ** attempt
             try:
                 status, answer_headers, answer = _http(method, url, headers, body)
             except LMSError as error:
@@ -280,18 +254,11 @@ class Platform:
                     return item["id"]
             url = _next_link(headers)
         if not create:
-            raise LMSError(
-                f"no line item for {assignment} in {container}, and the LMS allows the tool "
-                "no lineitem scope to create one",
-                retryable=False,
-            )
-        _, item = self.call(
-            "POST",
-            container,
-            LINEITEM_TYPE,
-            {"scoreMaximum": maximum, "label": assignment, "resourceId": assignment, "tag": "grade"},
-            LINEITEM_TYPE,
-        )
+            raise LMSError(f"no line item for {assignment} in {container}, and the LMS allows the tool "
+                           "no lineitem scope to create one", retryable=False)
+        _, item = self.call("POST", container, LINEITEM_TYPE, {
+            "scoreMaximum": maximum, "label": assignment, "resourceId": assignment, "tag": "grade"},
+            LINEITEM_TYPE)
         return item["id"]
 
     def results(self, lineitem: str) -> dict[str, tuple[float, float]]:
@@ -308,7 +275,6 @@ class Platform:
 
 # -- the class ----------------------------------------------------------------------------
 
-
 @dataclass
 class Entry:
     student: str
@@ -316,8 +282,8 @@ class Entry:
     container: str = ""
     score: float = 0.0
     maximum: float = 0.0
-    reason: str = ""  # why it is not sent; empty: to send
-    outcome: str = ""  # sent | unchanged | failed | stopped
+    reason: str = ""          # why it is not sent; empty: to send
+    outcome: str = ""         # sent | unchanged | failed | stopped
 
 
 def graded(gradebook, config, assignment: str, student: str) -> tuple[float, float, str]:
@@ -366,39 +332,24 @@ def plan(gradebook, config, assignment: str, launches: dict[str, dict]) -> list[
 
 
 def find_lti_dir(given: Path | None, course_root: Path) -> Path:
-    candidates = (
-        [given]
-        if given
-        else [course_root.parent / "hub" / "lti", Path(os.environ.get("HUB_STATE") or ".hub") / "hub" / "lti"]
-    )
+    candidates = [given] if given else [course_root.parent / "hub" / "lti",
+                                        Path(os.environ.get("HUB_STATE") or ".hub") / "hub" / "lti"]
     for folder in candidates:
         if (folder / "tool.json").exists():
             return folder
-    raise FileNotFoundError(
-        "no LTI configuration (tool.json) in "
-        + " or ".join(str(c) for c in candidates)
-        + ": start `make hub` with an LTI configuration first (docs/lti.md), "
-        "or name the folder with --lti HUB_STATE/hub/lti"
-    )
+    raise FileNotFoundError("no LTI configuration (tool.json) in " + " or ".join(str(c) for c in candidates)
+                            + ": start `make hub` with an LTI configuration first (docs/lti.md), "
+                              "or name the folder with --lti HUB_STATE/hub/lti")
 
 
 def comment(tool: dict, course_id: str, assignment: str, entry: Entry) -> str:
     feedback = f"{tool.get('tool_url', '').rstrip('/')}/hub/user-redirect/lab/tree/{course_id}/{assignment}/feedback"
-    return (
-        f"{assignment}: {entry.score:g} of {entry.maximum:g} points. Feedback: {feedback} "
-        "(fetch it first in JupyterLab: Nbgrader > Assignment List > Fetch Feedback)."
-    )
+    return (f"{assignment}: {entry.score:g} of {entry.maximum:g} points. Feedback: {feedback} "
+            "(fetch it first in JupyterLab: Nbgrader > Assignment List > Fetch Feedback).")
 
 
-def push(
-    assignment: str,
-    root: Path | None = None,
-    lti_dir: Path | None = None,
-    db_url: str | None = None,
-    dry_run: bool = False,
-    force: bool = False,
-    out=print,
-) -> int:
+def push(assignment: str, root: Path | None = None, lti_dir: Path | None = None, db_url: str | None = None,
+         dry_run: bool = False, force: bool = False, out=print) -> int:
     from nbgrader.api import Gradebook
 
     config = course.load_config(root)
@@ -416,23 +367,20 @@ def push(
             out(f"skipped    {entry.student}: {entry.reason}")
     if dry_run:
         for entry in todo:
-            known = store.db.execute(
-                "select score, maximum from sent where assignment = ? and sub = ?", (assignment, entry.sub)
-            ).fetchall()
+            known = store.db.execute("select score, maximum from sent where assignment = ? and sub = ?",
+                                     (assignment, entry.sub)).fetchall()
             same = not force and any(_same(k, (entry.score, entry.maximum)) for k in known)
-            out(
-                f"{'unchanged' if same else 'would send':<10} {entry.student} (LMS user {entry.sub}): "
-                f"{entry.score:g}/{entry.maximum:g}"
-            )
-        out(f"{assignment}: dry run, nothing sent; {len(todo)} graded students, {len(entries) - len(todo)} skipped")
+            out(f"{'unchanged' if same else 'would send':<10} {entry.student} (LMS user {entry.sub}): "
+                f"{entry.score:g}/{entry.maximum:g}")
+        out(f"{assignment}: dry run, nothing sent; {len(todo)} graded students, "
+            f"{len(entries) - len(todo)} skipped")
         return 0
     granted: set[str] = set()
     for name in {e.student for e in todo}:
         granted |= set(launches[name]["ags"].get("scope") or [])
     wanted = {SCOPE_LINEITEM, SCOPE_LINEITEM_READ, SCOPE_RESULT_READ, SCOPE_SCORE}
-    platform = Platform(
-        tool, load_key(tool["key"]), (granted & wanted) or wanted, float(os.environ.get("GRADER_LMS_BACKOFF", "1"))
-    )
+    platform = Platform(tool, load_key(tool["key"]), (granted & wanted) or wanted,
+                        float(os.environ.get("GRADER_LMS_BACKOFF", "1")))
     stopped = ""
     for container in sorted({e.container for e in todo}):
         group = [e for e in todo if e.container == container]
@@ -449,22 +397,14 @@ def push(
     return report(assignment, entries, todo, stopped, out)
 
 
-def send(
-    platform: Platform,
-    store: Store,
-    tool: dict,
-    course_id: str,
-    assignment: str,
-    container: str,
-    group: list[Entry],
-    force: bool,
-    out,
-) -> str:
+def send(platform: Platform, store: Store, tool: dict, course_id: str, assignment: str, container: str,
+         group: list[Entry], force: bool, out) -> str:
     """The scores of one course's students; returns why it stopped ('' when it did not)."""
     maximum = max(e.maximum for e in group)
     lineitem = platform.line_item(container, assignment, maximum, create=SCOPE_LINEITEM in platform.scopes)
     in_lms: dict[str, tuple[float, float]] = {}
-    if not force and SCOPE_RESULT_READ in platform.scopes and any(store.sent(lineitem, e.sub) is None for e in group):
+    if not force and SCOPE_RESULT_READ in platform.scopes and any(store.sent(lineitem, e.sub) is None
+                                                                    for e in group):
         try:
             in_lms = platform.results(lineitem)
         except LMSError as error:  # reading is a convenience: the local record still holds
@@ -475,22 +415,14 @@ def send(
             if not held[0] or not _same(held[0], (entry.score, entry.maximum)):
                 store.mark_sent(lineitem, entry.sub, entry.student, assignment, entry.score, entry.maximum)
             entry.outcome = "unchanged"
-            out(
-                f"unchanged  {entry.student} (LMS user {entry.sub}): {entry.score:g}/{entry.maximum:g} "
-                "already in the LMS"
-            )
+            out(f"unchanged  {entry.student} (LMS user {entry.sub}): {entry.score:g}/{entry.maximum:g} "
+                "already in the LMS")
     for entry in group:
         if entry.outcome:
             continue
-        score = {
-            "userId": entry.sub,
-            "scoreGiven": entry.score,
-            "scoreMaximum": entry.maximum,
-            "comment": comment(tool, course_id, assignment, entry),
-            "timestamp": _now(),
-            "activityProgress": "Completed",
-            "gradingProgress": "FullyGraded",
-        }
+        score = {"userId": entry.sub, "scoreGiven": entry.score, "scoreMaximum": entry.maximum,
+                 "comment": comment(tool, course_id, assignment, entry), "timestamp": _now(),
+                 "activityProgress": "Completed", "gradingProgress": "FullyGraded"}
         try:
             platform.call("POST", with_path(lineitem, "scores"), "application/json", score, SCORE_TYPE)
         except LMSError as error:
@@ -507,22 +439,16 @@ def send(
 
 def report(assignment: str, entries: list[Entry], todo: list[Entry], stopped: str, out) -> int:
     count = {kind: [e for e in todo if e.outcome == kind] for kind in ("sent", "unchanged", "failed", "stopped")}
-    out(
-        f"{assignment}: {len(count['sent'])} sent, {len(count['unchanged'])} already in the LMS, "
-        f"{len(entries) - len(todo)} skipped, {len(count['failed']) + len(count['stopped'])} not sent"
-    )
+    out(f"{assignment}: {len(count['sent'])} sent, {len(count['unchanged'])} already in the LMS, "
+        f"{len(entries) - len(todo)} skipped, {len(count['failed']) + len(count['stopped'])} not sent")
     if not (count["failed"] or count["stopped"]):
         return 0
     if stopped:
         out(f"Stopped: the LMS kept failing ({stopped}).")
     done = count["sent"] + count["unchanged"]
     out("In the LMS: " + (", ".join(e.student for e in done) or "nobody"))
-    out(
-        "Not sent:   "
-        + ", ".join(
-            f"{e.student} ({e.reason or 'not tried: stopped before it'})" for e in count["failed"] + count["stopped"]
-        )
-    )
+    out("Not sent:   " + ", ".join(f"{e.student} ({e.reason or 'not tried: stopped before it'})"
+                                   for e in count["failed"] + count["stopped"]))
     out("Run the same command again to send the rest; what the LMS already has is not sent twice.")
     return 1
 
@@ -540,14 +466,8 @@ def main(args) -> int:
     from nbgrader.api import MissingEntry
 
     try:
-        return push(
-            args.assignment,
-            root=args.root,
-            lti_dir=args.lti,
-            db_url=args.db_url,
-            dry_run=args.dry_run,
-            force=args.force,
-        )
+        return push(args.assignment, root=args.root, lti_dir=args.lti, db_url=args.db_url,
+                    dry_run=args.dry_run, force=args.force)
     except (FileNotFoundError, LMSError, KeyError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

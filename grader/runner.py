@@ -1,22 +1,11 @@
-"""The trusted test runner, executed inside every grading kernel before any student code.
-
-Never imported by the grader: `GuardedExecute` copies it into the kernel's scratch folder
-and the kernel's start-up line (`exec_lines`, trusted.BOOT_LINE) runs it after torch is
-imported. It deletes its file, listens once on `.grader-runner.sock`, and serves the
-grader from a thread of its own (signed replies: HMAC-SHA256 with a key the grader sends
-before the first cell, through `_hashlib`, which student code cannot patch):
-
-- `run`: compile and execute one test cell with its own references to `compile`, `exec`,
-  the builtins and the modules the release imports; nothing of IPython is on that path.
-  It answers pass/fail, the exception's type and (when the test raised it) its message,
-  what the test printed, and the tampering it saw.
-- `check`: compare every hook point the student could bend with what it held at start,
-  name each change and put the original back.
-
-An audit hook (PEP 578; it cannot be removed) refuses, and records, what reading or
-bending the runner needs: frames from which its or a test's frame can be reached, a
-test's code, gc's heap walks, `sys._current_frames`, another audit hook, tracing of all
-threads, ctypes from student code, the process's memory through /proc.
+"""The trusted test runner, executed inside every grading kernel before any student code
+(trusted.BOOT_LINE; never imported by the grader). It deletes its file, listens once on
+`.grader-runner.sock` and serves the grader from its own thread, with replies signed by a
+key the grader sends before the first cell: `run` executes one test cell with its own
+references to compile, exec, the builtins and the release's modules (nothing of IPython
+on the path); `check` puts back and names every hook point the student bent. An audit
+hook (PEP 578) refuses what reading or bending it needs: frames reaching its or a test's
+frame, a test's code, gc walks, other audit hooks, ctypes from student code, /proc mem.
 docs/grade-integrity.md says what this cannot promise.
 """
 
@@ -35,6 +24,7 @@ def _install():
     user_ns = shell.user_ns
     start_pid = os.getpid()
     getpid, unlink, realpath, hard_exit = os.getpid, os.unlink, os.path.realpath, os._exit
+    waitpid, WNOHANG = os.waitpid, os.WNOHANG
     _compile, _exec, _eval, _repr, _type, _len, _id = compile, exec, eval, repr, type, len, id
     _isinstance, _getattr, _setattr, _delattr, _callable = isinstance, getattr, setattr, delattr, callable
     _list, _dict, _tuple, _set, _str, _sorted, _vars = list, dict, tuple, set, str, sorted, vars
@@ -43,50 +33,26 @@ def _install():
     getframe, get_ident, set_trace, get_trace = sys._getframe, _thread.get_ident, sys.settrace, sys.gettrace
     monotonic, sleep = time.monotonic, time.sleep
     # What stops a test past its time: raised in the runner's thread, as SIGINT would be in the main one.
-    set_async_exc, thread_id, exception_object = (
-        ctypes.pythonapi.PyThreadState_SetAsyncExc,
-        ctypes.c_ulong,
-        ctypes.py_object,
-    )
+    set_async_exc, thread_id, exception_object = (ctypes.pythonapi.PyThreadState_SetAsyncExc, ctypes.c_ulong,
+                                                  ctypes.py_object)
 
     class TestTimeout(BaseException):
         """A test ran past its time limit (a BaseException: `except Exception` does not stop it)."""
-
     modules = sys.modules
     MISSING = object()
     PROTECTED = {"<grader-runner>", "<grader-test>"}
     builtins_copy = _dict(_vars(builtins))
 
     # -- who is asking ----------------------------------------------------------
-    prefixes = _tuple(
-        _sorted({p for base in (sys.prefix, sys.base_prefix, sys.exec_prefix) for p in (base, realpath(base))})
-    )
+    prefixes = _tuple(_sorted({p for base in (sys.prefix, sys.base_prefix, sys.exec_prefix)
+                               for p in (base, realpath(base))}))
     # Library code asks for frames for its own use (typing names a caller's module, torch
     # records a stack as text): allowed even below a test. Not so the modules whose job is to
     # hand frames or their locals back to the caller; student code itself is never allowed.
-    frame_givers = (
-        "/inspect.py",
-        "/logging/__init__.py",
-        "/pdb.py",
-        "/bdb.py",
-        "/cgitb.py",
-        "/trace.py",
-        "/code.py",
-        "/codeop.py",
-        "/pydoc.py",
-        "/faulthandler.py",
-    )
-    frame_giver_packages = (
-        "/IPython/",
-        "/ipykernel/",
-        "/stack_data/",
-        "/executing/",
-        "/pure_eval/",
-        "/asttokens/",
-        "/debugpy/",
-        "/jedi/",
-        "/_pydevd",
-    )
+    frame_givers = ("/inspect.py", "/logging/__init__.py", "/pdb.py", "/bdb.py", "/cgitb.py", "/trace.py",
+                    "/code.py", "/codeop.py", "/pydoc.py", "/faulthandler.py")
+    frame_giver_packages = ("/IPython/", "/ipykernel/", "/stack_data/", "/executing/", "/pure_eval/",
+                            "/asttokens/", "/debugpy/", "/jedi/", "/_pydevd")
     # traceback's text-only helpers (torch.manual_seed records a stack this way); not walk_stack.
     stack_texts = {"extract_stack", "format_stack", "print_stack"}
 
@@ -94,21 +60,19 @@ def _install():
         return filename.startswith(prefixes) or filename.startswith("<frozen ")
 
     # -- the audit hook -----------------------------------------------------------
-    refused = []  # what the hook refused since the last reply
-    inside = _set()  # threads running the hook (its own events pass)
+    refused = []                      # what the hook refused since the last reply
+    inside = _set()                   # threads running the hook (its own events pass)
     FRAME_ATTRS = {"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code"}
     CODE_ATTRS = {"__code__", "gi_code", "cr_code", "ag_code"}
-    ALWAYS = {
-        "sys._current_frames": "reading all threads' frames (sys._current_frames)",
-        "sys._current_exceptions": "reading all threads' exceptions (sys._current_exceptions)",
-        "gc.get_objects": "walking the heap (gc.get_objects)",
-        "gc.get_referrers": "walking the heap (gc.get_referrers)",
-        "gc.get_referents": "walking the heap (gc.get_referents)",
-        "sys.addaudithook": "adding an audit hook (sys.addaudithook)",
-        "sys._settraceallthreads": "tracing every thread (sys._settraceallthreads)",
-        "sys._setprofileallthreads": "profiling every thread (sys._setprofileallthreads)",
-        "sys.monitoring.register_callback": "monitoring every thread (sys.monitoring)",
-    }
+    ALWAYS = {"sys._current_frames": "reading all threads' frames (sys._current_frames)",
+              "sys._current_exceptions": "reading all threads' exceptions (sys._current_exceptions)",
+              "gc.get_objects": "walking the heap (gc.get_objects)",
+              "gc.get_referrers": "walking the heap (gc.get_referrers)",
+              "gc.get_referents": "walking the heap (gc.get_referents)",
+              "sys.addaudithook": "adding an audit hook (sys.addaudithook)",
+              "sys._settraceallthreads": "tracing every thread (sys._settraceallthreads)",
+              "sys._setprofileallthreads": "profiling every thread (sys._setprofileallthreads)",
+              "sys.monitoring.register_callback": "monitoring every thread (sys.monitoring)"}
 
     def record(what):
         if what not in refused:
@@ -195,11 +159,8 @@ def _install():
             inside.add(thread)
             try:
                 asker = requester()
-                if (
-                    asker is not None
-                    and not is_library(asker.f_code.co_filename)
-                    and asker.f_code.co_filename not in PROTECTED
-                ):
+                if asker is not None and not is_library(asker.f_code.co_filename) \
+                        and asker.f_code.co_filename not in PROTECTED:
                     refuse("ctypes (raw memory and C calls)")
             finally:
                 inside.discard(thread)
@@ -212,11 +173,8 @@ def _install():
             inside.add(thread)
             try:
                 asker = requester()
-                if (
-                    asker is not None
-                    and not is_library(asker.f_code.co_filename)
-                    and asker.f_code.co_filename not in PROTECTED
-                ):
+                if asker is not None and not is_library(asker.f_code.co_filename) \
+                        and asker.f_code.co_filename not in PROTECTED:
                     record(f"set a trace or profile function ({event})")
             finally:
                 inside.discard(thread)
@@ -231,59 +189,32 @@ def _install():
 
     def list_points():
         manager = shell.input_transformer_manager
-        return [
-            ("IPython input transformers (input_transformers_cleanup)", shell, "input_transformers_cleanup"),
-            ("IPython input transformers (input_transformers_post)", shell, "input_transformers_post"),
-            ("IPython input transformers (cleanup_transforms)", manager, "cleanup_transforms"),
-            ("IPython input transformers (line_transforms)", manager, "line_transforms"),
-            ("IPython input transformers (token_transformers)", manager, "token_transformers"),
-            ("IPython AST transformers", shell, "ast_transformers"),
-        ]
+        return [("IPython input transformers (input_transformers_cleanup)", shell, "input_transformers_cleanup"),
+                ("IPython input transformers (input_transformers_post)", shell, "input_transformers_post"),
+                ("IPython input transformers (cleanup_transforms)", manager, "cleanup_transforms"),
+                ("IPython input transformers (line_transforms)", manager, "line_transforms"),
+                ("IPython input transformers (token_transformers)", manager, "token_transformers"),
+                ("IPython AST transformers", shell, "ast_transformers")]
 
-    lists = [
-        (label, owner, name, _getattr(owner, name), _list(_getattr(owner, name)))
-        for label, owner, name in list_points()
-    ]
-    shell_traits = (
-        "displayhook",
-        "display_pub",
-        "display_formatter",
-        "input_transformer_manager",
-        "events",
-        "compile",
-        "InteractiveTB",
-        "SyntaxTB",
-        "custom_exceptions",
-        "CustomTB",
-        "history_manager",
-        "user_ns",
-        "user_module",
-    )
+    lists = [(label, owner, name, _getattr(owner, name), _list(_getattr(owner, name)))
+             for label, owner, name in list_points()]
+    shell_traits = ("displayhook", "display_pub", "display_formatter", "input_transformer_manager",
+                    "events", "compile", "InteractiveTB", "SyntaxTB", "custom_exceptions", "CustomTB",
+                    "history_manager", "user_ns", "user_module")
     shell_values = {name: _getattr(shell, name, MISSING) for name in shell_traits}
     kernel = _getattr(shell, "kernel", None)
     handlers = _dict(kernel.shell_handlers) if kernel is not None else {}
     events = {name: _list(callbacks) for name, callbacks in shell.events.callbacks.items()}
-    sys_values = {name: _getattr(sys, name, MISSING) for name in ("breakpointhook", "unraisablehook")}
+    sys_values = {name: _getattr(sys, name, MISSING)
+                  for name in ("breakpointhook", "unraisablehook")}
     meta_path = _list(sys.meta_path)
     classes = class_dicts(_type(shell)) + (class_dicts(_type(kernel)) if kernel is not None else [])
     for part in (shell.displayhook, shell.display_pub, shell.events, shell.input_transformer_manager):
         classes += [(c, d) for c, d in class_dicts(_type(part)) if all(c is not k for k, _ in classes)]
     instances = [(shell, _set(_vars(shell))), *([(kernel, _set(_vars(kernel)))] if kernel is not None else [])]
-    module_names = (
-        "builtins",
-        "math",
-        "operator",
-        "copy",
-        "torch",
-        "torch.nn",
-        "torch.nn.functional",
-        "torch.nn.init",
-        "torch.testing",
-        "torch.autograd",
-        "torch.nn.modules.module",
-        "numpy",
-        "numpy.testing",
-    )
+    module_names = ("builtins", "math", "operator", "copy", "torch", "torch.nn", "torch.nn.functional",
+                    "torch.nn.init", "torch.testing", "torch.autograd", "torch.nn.modules.module",
+                    "numpy", "numpy.testing")
     saved_modules = {name: modules[name] for name in module_names if name in modules}
     module_dicts = [(name, module, _dict(_vars(module))) for name, module in saved_modules.items()]
     torch = saved_modules.get("torch")
@@ -293,11 +224,8 @@ def _install():
             if _isinstance(value, _type) and value not in seen and value.__module__.startswith("torch"):
                 seen.add(value)
                 classes += [(c, d) for c, d in class_dicts(value) if c.__module__.startswith("torch")]
-        global_hooks = [
-            (name, value, _len(value))
-            for name, value in _vars(torch.nn.modules.module).items()
-            if name.startswith("_global_") and _isinstance(value, _dict)
-        ]
+        global_hooks = [(name, value, _len(value)) for name, value in _vars(torch.nn.modules.module).items()
+                        if name.startswith("_global_") and _isinstance(value, _dict)]
         function_stack = torch._C._len_torch_function_stack
         pop_function_mode = torch._C._pop_torch_function_stack
         dispatch_stack = _getattr(torch._C, "_len_torch_dispatch_stack", lambda: 0)
@@ -329,8 +257,18 @@ def _install():
     # IPython's builtin trap puts these into builtins for the length of each cell.
     TRAPPED = {"_", "__", "___", "exit", "quit", "get_ipython", "display", "__IPYTHON__"}
 
+    def reap():
+        """Collect the student's exited processes (a fork bomb's killed copies): zombies count
+        against the process limit, and the runner's thread is not the kernel's loop that reaps."""
+        try:
+            while waitpid(-1, WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            pass
+
     def check():
         """Name every hook point that changed since start, and put back the original."""
+        reap()
         found = []
         for label, owner, name, original, items in lists:
             current = _getattr(owner, name, MISSING)
@@ -375,7 +313,8 @@ def _install():
             for name in _set(current) | _set(saved):
                 old, new = saved.get(name, MISSING), current.get(name, MISSING)
                 # Only behaviour counts: caches that classes fill lazily are data, not callables.
-                if old is not new and (_callable(old) or _callable(new)) and (old is not MISSING or shadows(cls, name)):
+                if old is not new and (_callable(old) or _callable(new)) \
+                        and (old is not MISSING or shadows(cls, name)):
                     found.append(f"{cls.__module__}.{name_of(cls)}.{name}")
                     if name in saved:
                         _setattr(cls, name, saved[name])
@@ -408,7 +347,7 @@ def _install():
     # -- running one test --------------------------------------------------------------
     tests_ns = {}
     OUTPUT_LIMIT = 20000
-    watched = [None, None]  # [deadline of the running test, its thread], for the watchdog
+    watched = [None, None]        # [deadline of the running test, its thread], for the watchdog
 
     class CappedText:
         """Collects what a test prints, up to OUTPUT_LIMIT characters."""
@@ -419,7 +358,7 @@ def _install():
         def write(self, text):
             text = _str(text)
             if self.size < OUTPUT_LIMIT:
-                self.parts.append(text[: OUTPUT_LIMIT - self.size])
+                self.parts.append(text[:OUTPUT_LIMIT - self.size])
             self.truncated = self.truncated or self.size + _len(text) > OUTPUT_LIMIT
             self.size += _len(text)
             return _len(text)
@@ -471,12 +410,8 @@ def _install():
             finally:
                 watched[0] = None
         except TestTimeout:
-            reply.update(
-                ename="TimeoutError",
-                message=f"the test ran past {timeout:g} s and was stopped",
-                by_test=True,
-                timed_out=True,
-            )
+            reply.update(ename="TimeoutError", message=f"the test ran past {timeout:g} s and was stopped",
+                         by_test=True, timed_out=True)
         except BaseException as error:  # noqa: BLE001 (the student's code may raise anything)
             reply["ename"] = name_of(_type(error))
             args = error.args
@@ -503,13 +438,8 @@ def _install():
         during += check()
         if during:
             reply["passed"] = False
-        reply.update(
-            flags=before + during,
-            tampered_during=bool(during),
-            stdout=stdout.getvalue(),
-            stderr=stderr.getvalue(),
-            truncated=stdout.truncated or stderr.truncated,
-        )
+        reply.update(flags=before + during, tampered_during=bool(during), stdout=stdout.getvalue(),
+                     stderr=stderr.getvalue(), truncated=stdout.truncated or stderr.truncated)
         return reply
 
     # -- the channel to the grader -------------------------------------------------------
@@ -545,11 +475,8 @@ def _install():
                 else:
                     reply = {"flags": check()}
             except BaseException as error:  # noqa: BLE001 (reported to the grader, never lost)
-                reply = {
-                    "runner_error": f"{name_of(_type(error))}: {error}",
-                    "passed": False,
-                    "flags": [f"the grader's runner failed here ({name_of(_type(error))})"],
-                }
+                reply = {"runner_error": f"{name_of(_type(error))}: {error}", "passed": False,
+                         "flags": [f"the grader's runner failed here ({name_of(_type(error))})"]}
             reply["id"] = request["id"]
             payload = _repr(reply).encode()
             sendall(conn, _len(payload).to_bytes(4, "big") + hmac_digest(key, payload, "sha256") + payload)
