@@ -24,8 +24,8 @@ def _install():
     user_ns = shell.user_ns
     start_pid = os.getpid()
     getpid, unlink, realpath, hard_exit = os.getpid, os.unlink, os.path.realpath, os._exit
-    waitpid, WNOHANG = os.waitpid, os.WNOHANG
-    _compile, _exec, _eval, _repr, _type, _len, _id = compile, exec, eval, repr, type, len, id
+    waitpid, WNOHANG, getsid, listdir, kill, SIGKILL = os.waitpid, os.WNOHANG, os.getsid, os.listdir, os.kill, 9
+    _compile, _exec, _eval, _repr, _type, _len, _id, _open = compile, exec, eval, repr, type, len, id, open
     _isinstance, _getattr, _setattr, _delattr, _callable = isinstance, getattr, setattr, delattr, callable
     _list, _dict, _tuple, _set, _str, _sorted, _vars = list, dict, tuple, set, str, sorted, vars
     _module_type = _type(sys)
@@ -124,64 +124,41 @@ def _install():
         return f"{'library ' + name if is_library(name) else 'your code'}, {frame.f_code.co_name}"
 
     def hook(event, args):
+        if event == "open":
+            if _isinstance(args[0], (str, bytes)):
+                path = args[0] if _isinstance(args[0], str) else args[0].decode(errors="replace")
+                if path.startswith("/proc/") and path.endswith(("/mem", "/maps")):
+                    refuse("reading the kernel's memory (/proc/.../mem)")
+            return
+        attr = args[1] if event == "object.__getattr__" else None
+        if not (event in ALWAYS or event in ("sys._getframe", "sys.settrace", "sys.setprofile")
+                or event.startswith("ctypes.") or attr in FRAME_ATTRS or attr in CODE_ATTRS):
+            return
+        thread = get_ident()
+        if thread in inside:  # the hook's own events pass
+            return
         if event in ALWAYS:
-            thread = get_ident()
-            if thread in inside:
-                return
             refuse(ALWAYS[event])
-        if event == "sys._getframe" or (event == "object.__getattr__" and args[1] in FRAME_ATTRS):
-            thread = get_ident()
-            if thread in inside:
-                return
-            inside.add(thread)
-            try:
-                frame = args[0] if event == "sys._getframe" else _getattr(args[0], args[1], None)
-                asker = requester()
+        inside.add(thread)
+        try:
+            asker = requester()
+            if event == "sys._getframe" or attr in FRAME_ATTRS:
+                frame = args[0] if event == "sys._getframe" else _getattr(args[0], attr, None)
                 if _type(frame).__name__ == "frame" and reaches_protected(frame) and not asker_is_trusted(asker):
                     refuse(f"reading the grader's or a test's frames (from {where(asker)})")
-            finally:
-                inside.discard(thread)
-        elif event == "object.__getattr__" and args[1] in CODE_ATTRS:
-            thread = get_ident()
-            if thread in inside:
-                return
-            inside.add(thread)
-            try:
-                code = _getattr(args[0], args[1], None)
-                if _getattr(code, "co_filename", None) in PROTECTED and not asker_is_trusted(requester()):
+            elif attr in CODE_ATTRS:
+                code = _getattr(args[0], attr, None)
+                if _getattr(code, "co_filename", None) in PROTECTED and not asker_is_trusted(asker):
                     refuse("reading a test's code")
-            finally:
-                inside.discard(thread)
-        elif event.startswith("ctypes."):
-            thread = get_ident()
-            if thread in inside:
-                return
-            inside.add(thread)
-            try:
-                asker = requester()
-                if asker is not None and not is_library(asker.f_code.co_filename) \
-                        and asker.f_code.co_filename not in PROTECTED:
+            elif asker is not None and not is_library(asker.f_code.co_filename) \
+                    and asker.f_code.co_filename not in PROTECTED:
+                if event.startswith("ctypes."):
                     refuse("ctypes (raw memory and C calls)")
-            finally:
-                inside.discard(thread)
-        elif event in ("sys.settrace", "sys.setprofile"):
-            # Harmless to the tests (tracing is per thread, and they run in the runner's), but
-            # a student's own trace function is an attempt worth a flag; %prun and pdb are library code.
-            thread = get_ident()
-            if thread in inside:
-                return
-            inside.add(thread)
-            try:
-                asker = requester()
-                if asker is not None and not is_library(asker.f_code.co_filename) \
-                        and asker.f_code.co_filename not in PROTECTED:
-                    record(f"set a trace or profile function ({event})")
-            finally:
-                inside.discard(thread)
-        elif event == "open" and _isinstance(args[0], (str, bytes)):
-            path = args[0] if _isinstance(args[0], str) else args[0].decode(errors="replace")
-            if path.startswith("/proc/") and path.endswith(("/mem", "/maps")):
-                refuse("reading the kernel's memory (/proc/.../mem)")
+                # A trace is harmless to the tests (per thread; they run in the runner's), but a
+                # student's own is an attempt worth a flag; %prun and pdb are library code.
+                record(f"set a trace or profile function ({event})")
+        finally:
+            inside.discard(thread)
 
     # -- hook points and their original values -----------------------------------------
     def class_dicts(cls):
@@ -257,18 +234,37 @@ def _install():
     # IPython's builtin trap puts these into builtins for the length of each cell.
     TRAPPED = {"_", "__", "___", "exit", "quit", "get_ipython", "display", "__IPYTHON__"}
 
-    def reap():
-        """Collect the student's exited processes (a fork bomb's killed copies): zombies count
-        against the process limit, and the runner's thread is not the kernel's loop that reaps."""
-        try:
-            while waitpid(-1, WNOHANG)[0]:
+    def end_strays():
+        """End every other process of the kernel's session (a test's or cell's processes end with
+        it: a fork bomb's copies would hold the process limit through the next cells) and reap."""
+        if getsid(0) != start_pid:
+            return  # not its session's leader: the session is not the kernel's alone
+        for _ in range(400):
+            found = False
+            for name in listdir("/proc"):
+                if not name.isdigit() or int(name) in (start_pid, 1):
+                    continue
+                try:
+                    with _open(f"/proc/{name}/stat", "rb") as handle:
+                        fields = handle.read().rsplit(b")", 1)[1].split()  # state, parent, group, session
+                    if int(fields[3]) == start_pid:
+                        found = True
+                        if fields[0] != b"Z":
+                            kill(int(name), SIGKILL)
+                except (OSError, IndexError):
+                    continue
+            try:
+                while waitpid(-1, WNOHANG)[0]:
+                    pass
+            except ChildProcessError:
                 pass
-        except ChildProcessError:
-            pass
+            if not found:
+                return
+            sleep(0.005)
 
     def check():
         """Name every hook point that changed since start, and put back the original."""
-        reap()
+        end_strays()
         found = []
         for label, owner, name, original, items in lists:
             current = _getattr(owner, name, MISSING)
