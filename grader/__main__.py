@@ -9,7 +9,7 @@ from pathlib import Path
 
 from . import course, export, grade, sandbox
 from .cluster import ClusterUnusable, parse_resources
-from .feedback import generate
+from .feedback import NoGrades, generate
 from .lms import main as lms_main
 from .report import report as make_report
 
@@ -94,7 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "lms":
         return lms_main(args)
     if args.command == "feedback":
-        for path in generate(args.assignment, db_url=args.db_url, root=args.root):
+        try:
+            pages = generate(args.assignment, db_url=args.db_url, root=args.root)
+        except NoGrades as error:
+            print(error, file=sys.stderr)
+            return 1
+        for path in pages:
             print(path)
         return 0
     print(make_report(args.assignment, db_url=args.db_url, out=args.out, root=args.root))

@@ -1,0 +1,147 @@
+"""What a student reads on the feedback page: a written answer the instructor has not
+graded yet says so (no "0.0 / 2"), and the page's total is the grader's CSV row (the
+autograded score out of the autograded points, the written points on a line of their
+own) until the instructor grades it; then the page shows the manual grade. And
+`python -m grader feedback` on a gradebook without grades names the cause."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+
+import grader_cases
+import nbformat
+import pytest
+import submissions
+
+from conftest import ROOT
+from grader import export, feedback, grade
+from tools import course
+
+pytestmark = pytest.mark.integration
+
+A = grader_cases.A
+STUDENT = "ana"
+HEADER = re.compile(rf"{A} \(Score: ([\d.]+) / ([\d.]+)\)")
+WAITING = re.compile(r"written answers not graded yet \(([\d.]+) points\)")
+
+
+def written_answers() -> dict[str, float]:
+    """Grade id -> points of each written (manually graded) answer, from the released exercise."""
+    return {
+        cell.metadata["nbgrader"]["grade_id"]: cell.metadata["nbgrader"]["points"]
+        for cell in submissions.exercise(A).cells
+        if cell.cell_type == "markdown" and cell.metadata.get("nbgrader", {}).get("grade")
+    }
+
+
+def no_grades_message(db_url: str) -> str:
+    return f"no grades for {A} in {db_url}; grade first, or pass the --db-url you graded with"
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """A correct hand-in of exercise 1, autograded in a scratch course; its written answers wait."""
+    tmp = tmp_path_factory.mktemp("feedback_view")
+    folder = tmp / "submissions"
+    folder.mkdir()
+    nbformat.write(submissions.answered(A), folder / f"{STUDENT}.ipynb")
+    root = tmp / "course"
+    course.temporary_course(root, [A])
+    rows = grade.run(grade.Options(A, folder, jobs=1, root=root, cell_timeout=30, notebook_timeout=120))
+    export.write_csv(rows, tmp / "grades.csv")
+    (row,) = export.read_csv(tmp / "grades.csv")
+    assert row["student_id"] == STUDENT and row["status"] == "graded", row
+    return {"root": root, "row": row}
+
+
+def page_of(root) -> str:
+    pages = feedback.generate(A, root=root)
+    (page,) = [p for p in pages if p.parts[-3] == STUDENT]
+    return page.read_text(encoding="utf-8")
+
+
+def text(html: str) -> str:
+    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
+
+
+def cell_header(html: str, grade_id: str) -> str:
+    """The words on the header of the cell `grade_id` (its score, or that it waits)."""
+    found = re.search(rf'<a name="{grade_id}"></a>.*?<div class="panel-heading">(.*?)</div>', html, re.S)
+    assert found, f"no cell {grade_id} on the page"
+    return text(found[1])
+
+
+def contents_entry(html: str, grade_id: str) -> str:
+    """The line of the page's contents that links to the cell `grade_id`."""
+    found = re.search(rf'<li><a href="#{grade_id}">(.*?)</li>', html, re.S)
+    assert found, f"no contents entry for {grade_id}"
+    return text(found[1])
+
+
+def test_an_ungraded_written_answer_says_so_and_the_total_is_the_csv_row(graded):
+    written = written_answers()
+    assert written, "exercise 1 has a written answer to wait for"
+    row = graded["row"]
+    # The CSV: the autograded tests' score and points; the written points apart.
+    assert (float(row["score"]), float(row["max_score"])) == (grader_cases.FULL, grader_cases.FULL)
+    assert float(row["needs_manual"]) == sum(written.values())
+    html = page_of(graded["root"])
+    for grade_id, points in written.items():
+        for words in (cell_header(html, grade_id), contents_entry(html, grade_id)):
+            assert "not graded yet" in words, words
+            assert f"0.0 / {float(points)}" not in words and "Score" not in words, words
+    for test_id, points in grader_cases.POINTS.items():
+        assert f"Score: {float(points)} / {float(points)}" in cell_header(html, test_id)
+    header = HEADER.search(text(html))
+    assert header, text(html)[:500]
+    assert (float(header[1]), float(header[2])) == (float(row["score"]), float(row["max_score"]))
+    waiting = WAITING.search(text(html))
+    assert waiting and float(waiting[1]) == float(row["needs_manual"]), text(html)[:500]
+
+
+def test_a_manual_grade_shows_on_the_regenerated_page(graded, tmp_path):
+    from nbgrader.api import Gradebook
+
+    root = tmp_path / "course"
+    shutil.copytree(graded["root"], root)  # its own gradebook: the first test's stays ungraded
+    written = written_answers()
+    given = {grade_id: points / 2 for grade_id, points in written.items()}
+    with Gradebook(course.load_config(root).CourseDirectory.db_url) as gradebook:
+        for grade_id, score in given.items():
+            gradebook.find_grade(grade_id, A, A, STUDENT).manual_score = score
+        gradebook.db.commit()
+    html = page_of(root)
+    assert "not graded yet" not in html
+    for grade_id, points in written.items():
+        assert f"Score: {float(given[grade_id])} / {float(points)}" in cell_header(html, grade_id)
+    header = HEADER.search(text(html))
+    assert header, text(html)[:500]
+    full = grader_cases.FULL + sum(written.values())
+    assert (float(header[1]), float(header[2])) == (grader_cases.FULL + sum(given.values()), full)
+
+
+def test_feedback_on_a_gradebook_without_grades_names_the_cause(tmp_path):
+    root = tmp_path / "course"
+    course.temporary_course(root, [A])
+    db_url = course.load_config(root).CourseDirectory.db_url
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", "feedback", A, "--root", str(root)], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.strip() == no_grades_message(db_url), done.stderr
+    assert not (root / "feedback").exists()
+
+
+def test_feedback_with_another_db_url_names_that_gradebook(tmp_path, capsys):
+    from grader.__main__ import main
+
+    root = tmp_path / "course"
+    course.register(course.temporary_course(root, [A]), A)  # the assignment is known, nobody is graded
+    other = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+    for db_url, extra in ((course.load_config(root).CourseDirectory.db_url, []), (other, ["--db-url", other])):
+        assert main(["feedback", A, "--root", str(root), *extra]) == 1
+        assert capsys.readouterr().err.strip() == no_grades_message(db_url)
+    assert not (tmp_path / "elsewhere.db").exists(), "a gradebook that is not there is not created"
