@@ -1,7 +1,7 @@
 """Dask deployments other than a plain scheduler with workers (kept apart from
 test_dask.py so that pytest-xdist runs them beside its shared cluster): TLS
-between every node with a worker offering `--resources GPU=1`, as README's
-"Running a large class" describes, and `--scheduler local`."""
+between every node with a worker offering `--resources GPU=1`, as docs/cluster.md
+describes, and `--scheduler local`."""
 
 import subprocess
 

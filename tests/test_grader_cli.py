@@ -184,18 +184,18 @@ def _undeclared(imports: dict[str, str], declared: set[str]) -> list[str]:
     return missing
 
 
-def test_every_package_the_grader_imports_is_a_pinned_dependency_of_its_package():
+def test_every_package_the_grader_imports_is_a_dependency_of_its_package():
+    """Names only: that each of pyproject.toml's version ranges starts at requirements.txt's
+    pin is tests/test_docs.py's check."""
     import tomllib
+
+    from packaging.requirements import Requirement
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     requirements = project["dependencies"] + [r for extra in project["optional-dependencies"].values() for r in extra]
-    ours = _pins(requirements)
-    assert all(ours.values()), "the grader's dependencies are pinned exactly"
+    ours = {Requirement(r).name.lower().replace("_", "-") for r in requirements}
     imports = _third_party_imports(sorted((ROOT / "grader").glob("*.py")), {"grader"})
-    assert _undeclared(imports, set(ours)) == []
-    course = _pins((ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines())
-    differ = {name: (version, course.get(name)) for name, version in ours.items() if course.get(name) != version}
-    assert differ == {}, "pyproject.toml and requirements.txt pin different versions (pyproject, requirements)"
+    assert _undeclared(imports, ours) == []
 
 
 def test_every_package_the_repository_imports_is_pinned_in_requirements():
