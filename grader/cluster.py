@@ -26,6 +26,7 @@ of Dask's configuration (distributed.comm.tls.*).
 from __future__ import annotations
 
 import atexit
+import functools
 import hashlib
 import shutil
 import tempfile
@@ -34,7 +35,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import course, pipeline, settings
+from . import course, parallel, pipeline, settings
 from .sandbox import claim_uid
 
 RETRIES = 2
@@ -114,6 +115,12 @@ def grade_one(files: dict[str, bytes], assignment: str, grader_id: str, submissi
             shutil.rmtree(folder, ignore_errors=True)
 
 
+def grade_task(files: dict[str, bytes], options, handed_in: tuple[str, bytes]):
+    """A cluster task (parallel.run_each's call): grade_one for a (grader_id, notebook bytes) pair."""
+    grader_id, submission = handed_in
+    return grade_one(files, options.assignment, grader_id, submission, options)
+
+
 def record(config, assignment: str, grader_id: str, text: str) -> None:
     """Store a worker's autograded notebook in the client's course and gradebook (nbgrader's SaveAutoGrades)."""
     from nbgrader.api import Gradebook
@@ -190,41 +197,24 @@ def _check_workers(client, resources: dict[str, float] | None) -> None:
 
 
 def run_tasks(options, config, tasks: list[tuple[str, Path]]):
-    """Grade (grader_id, file) pairs on the cluster; yields (grader_id, ok, message) as they finish."""
-    import uuid
-
-    from distributed import as_completed
-
+    """Grade (grader_id, file) pairs on the cluster; yields (grader_id, ok, message) as they finish.
+    The same loop as local grading (parallel.py), on the client's executor."""
     files = course_files(config, options.assignment)
     client, cluster = connect(options.scheduler, options.jobs, options.resources)
-    run = uuid.uuid4().hex[:8]  # keys of this run only, on a scheduler other runs may share
     try:
         try:
             _check_workers(client, options.resources)
         except TimeoutError as error:
             raise ClusterUnusable(f"the Dask scheduler at {options.scheduler} has no workers") from error
-        futures = {}
-        for grader_id, path in tasks:
-            future = client.submit(
-                grade_one,
-                files,
-                options.assignment,
-                grader_id,
-                path.read_bytes(),
-                replace(options, scheduler=None),
-                key=f"grade-{options.assignment}-{grader_id}-{run}",
-                retries=RETRIES,
-                pure=False,
-                resources=options.resources,
-            )
-            futures[future] = grader_id
-        for future in as_completed(futures):
-            grader_id = futures[future]
-            try:
-                ok, message, text = future.result()
-            except Exception as error:  # the task failed on every try, or its workers kept dying
-                yield grader_id, False, f"grading failed on the cluster: {type(error).__name__}: {error}"
+        # pure=False: a key of its own for each task of each run, on a scheduler other runs may share.
+        executor = client.get_executor(retries=RETRIES, pure=False, resources=options.resources)
+        call = functools.partial(grade_task, files, replace(options, scheduler=None))
+        handed_in = [(grader_id, path.read_bytes()) for grader_id, path in tasks]
+        for (grader_id, _), value, reason in parallel.run_each(executor, call, handed_in):
+            if value is None:  # the task failed on every try, or its workers kept dying
+                yield grader_id, False, f"grading failed on the cluster: {reason}"
                 continue
+            ok, message, text = value
             if text is not None:
                 record(config, options.assignment, grader_id, text)
             yield grader_id, ok and text is not None, message

@@ -9,18 +9,18 @@ test cells) and its scoring. Around it, this module
 - runs the course's engine (pipeline.py: lenient reading, restore, the
   sandboxed GuardedExecute, notes), exactly what nbgrader's own autograde and
   Formgrader run with the course config, so every path gives the same row;
-- runs `jobs` long-lived worker processes, each calling nbgrader's Python API,
-  so the CLI's start-up is paid once per worker, not once per student.
+- runs `jobs` long-lived worker processes (parallel.py), each calling nbgrader's
+  Python API, so the CLI's start-up is paid once per worker, not once per student.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-import multiprocessing
-import multiprocessing.forkserver
 import shutil
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +29,7 @@ import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
 
-from . import cluster, collect, course, pipeline, template
+from . import cluster, collect, course, parallel, pipeline, template
 from .sandbox import claim_uid
 from .settings import (  # noqa: F401 (re-exported: the grading run's options and set-up)
     Options,
@@ -54,27 +54,16 @@ class Row:
 
 
 # -- worker processes -------------------------------------------------------------
-_worker_api = None
+# A worker's nbgrader API, built on its first task of a run (no pool initializer: parallel.py).
+_worker_api: tuple[str, object] | None = None
 # What a worker needs, imported once by the fork server the workers come from.
 WORKER_PRELOAD = ["grader.grade", "grader.pipeline", "grader.execute", "grader.template", "nbgrader.apps.api"]
-
-
-def _worker_context():
-    """Workers come from a fork server that imported the grader once (a spawned worker
-    imports it again; a fork of this process could inherit its threads and event loops
-    half-way) and share one kernel template started here (template.py)."""
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(WORKER_PRELOAD)
-    return context
 
 
 def _start_early(options: Options, context) -> bool:
     """Begin starting the fork server and, where the workers' kernels would come from one, the
     template they will share, without waiting for either; returns whether a template was begun."""
-    if context.get_start_method() == "forkserver":
-        multiprocessing.forkserver.ensure_running()
+    parallel.start_fork_server(context)
     if not template.kernels_would_fork(sandboxed=options.sandbox):
         return False
     try:
@@ -95,9 +84,11 @@ def _shared_template() -> str | None:
     return shared.folder
 
 
-def _start_worker(options: Options, shared_template: str | None = None) -> None:
-    """Build one nbgrader API per worker; its kernels run as a sandbox user of its own."""
+def _worker(run_id: str, options: Options, shared_template: str | None):
+    """This worker's nbgrader API for the run `run_id`; its kernels run as a sandbox user of its own."""
     global _worker_api
+    if _worker_api is not None and _worker_api[0] == run_id:
+        return _worker_api[1]
     if shared_template:
         template.adopt(shared_template)
     quiet_nbgrader()
@@ -106,11 +97,13 @@ def _start_worker(options: Options, shared_template: str | None = None) -> None:
     # is the explicit statement that this class's code is trusted.
     pipeline.use_safe_autograde(config, trusted=not options.sandbox)
     configure_execution(config, options, uid=claim_uid())
-    _worker_api = course.api(config)
+    api = course.api(config)
     # nbgrader logs a false "checksum has changed" for every cell with hidden
     # tests; tampering is reported by restore.py instead.
-    _worker_api.log.setLevel(logging.CRITICAL)
+    api.log.setLevel(logging.CRITICAL)
     logging.getLogger("traitlets").setLevel(logging.CRITICAL)
+    _worker_api = (run_id, api)
+    return api
 
 
 NOT_GRADED = "not graded"
@@ -118,10 +111,11 @@ NOT_GRADED = "not graded"
 STOP_AFTER = 3
 
 
-def _autograde(task: tuple[str, str]) -> tuple[str, bool, str]:
-    assignment, grader_id = task
-    result = _worker_api.autograde(assignment, grader_id, force=True, create=True)
-    return grader_id, bool(result["success"]), failure_cause(result, assignment, grader_id)
+def _autograde(run_id: str, options: Options, shared_template: str | None, grader_id: str) -> tuple[bool, str]:
+    """Run in a worker: grade one submission of the run; (whether nbgrader graded it, why not)."""
+    api = _worker(run_id, options, shared_template)
+    result = api.autograde(options.assignment, grader_id, force=True, create=True)
+    return bool(result["success"]), failure_cause(result, options.assignment, grader_id)
 
 
 def graded_metadata(config, assignment: str, grader_id: str) -> dict | None:
@@ -164,35 +158,29 @@ def _progress(done: int, total: int, started: float) -> None:
 
 def run(options: Options) -> list[Row]:
     quiet_nbgrader()
-    context = _worker_context()
+    context = parallel.worker_context(WORKER_PRELOAD)
     # Both import in the background while the class is collected.
     templated = options.jobs > 1 and not options.scheduler and _start_early(options, context)
     submissions = collect.collect(options.submissions, options.assignment)
     prepare(options, submissions)
-    to_grade = [s for s in submissions if s.source is not None]
+    to_grade = [s.grader_id for s in submissions if s.source is not None]
     outcome: dict[str, tuple[bool, str]] = {}
     started = time.monotonic()
     _progress(0, len(to_grade), started)
-    tasks = [(options.assignment, s.grader_id) for s in to_grade]
     jobs = max(1, min(options.jobs, len(to_grade)))
     results: Iterator[tuple[str, bool, str]]
-    if not tasks:
-        results = iter(())
-    elif options.scheduler:
-        config = course_config(options)
-        coursedir = CourseDirectory(config=config)
+    if options.scheduler and to_grade:
+        coursedir = CourseDirectory(config=course_config(options))
+        a = options.assignment
         submitted = [
-            (gid, Path(coursedir.format_path(coursedir.submitted_directory, gid, a)) / f"{a}.ipynb") for a, gid in tasks
+            (gid, Path(coursedir.format_path(coursedir.submitted_directory, gid, a)) / f"{a}.ipynb") for gid in to_grade
         ]
-        results = cluster.run_tasks(options, config, submitted)
-    elif jobs == 1:
-        # One job needs no worker process: grade here, without a second start-up.
-        _start_worker(options)
-        results = map(_autograde, tasks)
+        results = cluster.run_tasks(options, course_config(options), submitted)
     else:
         shared = _shared_template() if templated else None
-        pool = context.Pool(jobs, initializer=_start_worker, initargs=(options, shared))
-        results = pool.imap_unordered(_autograde, tasks)
+        call = functools.partial(_autograde, uuid.uuid4().hex, options, shared)
+        each = parallel.run_each(parallel.local_executor(jobs, context), call, to_grade, parallel.one_worker(context))
+        results = ((gid, *value) if value else (gid, False, reason) for gid, value, reason in each)
     stopped = False
     try:
         for n, (grader_id, ok, message) in enumerate(results, 1):
@@ -200,24 +188,18 @@ def run(options: Options) -> list[Row]:
             _progress(n, len(to_grade), started)
             causes = {m for done, m in outcome.values() if not done}
             if (
-                len(outcome) == STOP_AFTER < len(tasks)
+                len(outcome) == STOP_AFTER < len(to_grade)
                 and len(causes) == 1
                 and not any(done for done, _ in outcome.values())
             ):
                 stopped = True
                 break
     finally:
-        if tasks and jobs > 1 and not options.scheduler:
-            if stopped:
-                pool.terminate()
-            else:
-                pool.close()
-            pool.join()
-        if stopped and hasattr(results, "close"):
-            results.close()
+        if hasattr(results, "close"):
+            results.close()  # stops the workers' queue (parallel.py) or the cluster's tasks
     if stopped:
         cause = next(iter(causes))
-        for _, grader_id in tasks:
+        for grader_id in to_grade:
             outcome.setdefault(grader_id, (False, f"{cause} (not tried: the first {STOP_AFTER} failed the same way)"))
     # Nothing for a student to read where the grader failed (a stopped worker may leave a partial file).
     coursedir = CourseDirectory(config=course_config(options))

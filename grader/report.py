@@ -49,7 +49,9 @@ def report(assignment: str, db_url: str | None = None, out: Path | None = None, 
     for name, points in items:
         rate = passed[name] / n if n else 0.0
         lines.append(f"  {name:<28} {points:g} pts  passed by {passed[name]}/{n} ({rate:.0%})")
-    lines.append(f"flagged (tried to change how they are graded; read README's 'Reading a flag'): {len(flagged)}")
+    lines.append(
+        f"flagged (tried to change how they are graded; read docs/grade-integrity.md, 'Reading a flag'): {len(flagged)}"
+    )
     lines += [f"  {student}: {'; '.join(flags)}" for student, flags in sorted(flagged.items())]
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))

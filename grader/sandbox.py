@@ -20,6 +20,7 @@ import fcntl
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -48,6 +49,7 @@ HOSTNAME = "grader"
 # server) claims a uid of its own from here (claim_uid).
 CLAIMED_UIDS = range(FIRST_UID + 1000, FIRST_UID + 2000)
 _claimed: dict = {}
+ROOT_LOCKS = "/run/course-grader"  # root's lock folder (lock_folder)
 # The only variables a student's kernel gets from the grader's environment
 # (everything else, tokens and database passwords included, stays out).
 # CUDA_VISIBLE_DEVICES: a GPU worker's kernel sees exactly the GPUs given to its worker.
@@ -66,18 +68,46 @@ def clean_environment(scratch: str) -> dict[str, str]:
     return env
 
 
+def lock_folder() -> str:
+    """The folder where this machine's grading processes hold their slots: one only the grading
+    user can write (root: /run/course-grader; others: their runtime or cache folder). Never the
+    shared /tmp, where another user could make the lock files first (grading would wait forever)
+    or make them symlinks (a write redirected)."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    candidates = [ROOT_LOCKS] if os.geteuid() == 0 else []
+    candidates.append(os.path.join(runtime, "course-grader") if runtime else "")
+    candidates.append(os.path.join(Path.home(), ".cache", "course-grader"))
+    for folder in filter(None, candidates):
+        try:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+        except OSError:
+            continue
+        info = os.lstat(folder)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+            raise RuntimeError(
+                f"{folder} holds the grader's locks and must be a folder of this user's that no one else "
+                "can write (mode 0700, not a symlink): remove it, or fix its owner and mode"
+            )
+        return folder
+    raise RuntimeError(f"none of {', '.join(filter(None, candidates))} can be made: the grader needs one for its locks")
+
+
 def hold_slot(kind: str, count: int) -> int:
     """The first of `count` numbered slots of `kind` that no other live process on this machine
-    holds; this process holds it until it ends (a lock file per slot)."""
+    holds; this process holds it until it ends (a lock file per slot, in lock_folder())."""
     if kind not in _claimed:
+        folder = lock_folder()
         for slot in range(count):
-            handle = open(os.path.join(tempfile.gettempdir(), f"course-grader-{kind}-{slot}.lock"), "w")
+            descriptor = os.open(
+                os.path.join(folder, f"{kind}-{slot}.lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600
+            )
             try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
-                handle.close()
+                os.close(descriptor)
                 continue
-            _claimed[kind] = (slot, handle)
+            os.set_inheritable(descriptor, False)
+            _claimed[kind] = (slot, descriptor)
             break
         else:
             raise RuntimeError(f"more than {count} grading processes on this machine hold a {kind}")

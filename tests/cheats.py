@@ -4,7 +4,7 @@ Each cheat is a blank (or, for leaks, a correct) `01_blocks` exercise with one
 answer cell changed, as a student who read a forum post would. Every one must
 score what its answers earn (0 for the blank ones), be flagged, and leave no
 hidden-test line in any feedback. Grow this list whenever you think of a new one;
-README's "What the grader guarantees" says what in-process Python cannot promise.
+docs/grade-integrity.md ("What it cannot promise") says what in-process Python cannot guarantee.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.unit
 # The grader's layers, lowest first. A module may import its own layer or a lower one.
 LAYERS = {
     "kernel": {"sandbox", "template", "template_server", "runner", "trusted"},  # fork server, sandbox, launch
-    "engine": {"collect", "restore", "execute", "course", "settings"},  # run these notebooks
+    "engine": {"collect", "restore", "execute", "course", "settings", "parallel"},  # run these notebooks
     "adapters": {"pipeline", "feedback", "grade", "cluster", "export", "report", "lms"},  # nbgrader and the LMS
     "cli": {"__main__"},
 }

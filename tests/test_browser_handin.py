@@ -16,6 +16,7 @@ import os
 import time
 from pathlib import Path
 
+import browser_steps
 import grader_cases
 import labserver
 import nbformat
@@ -288,6 +289,12 @@ def test_4_instructor_releases_feedback_and_the_student_fetches_it(people):
     assert f"{A} (Score: {float(grader_cases.FULL)} / " in html, "the autograded score heads the page"
     for value in grader_cases.PLANTED.values():
         assert value not in html
-    page.goto(f"{page.server}/files/{pages[0].relative_to(people['home'])}")
-    page.locator("body").wait_for()
+    text = browser_steps.read_feedback(page, submitted, pages[0].name)
     shot(page, "11_student_reads_feedback")
+    assert f"{A} (Score: {float(grader_cases.FULL)} / {float(grader_cases.FULL)})" in text, text[:2000]
+    assert "written answers not graded yet" in text, "the written answer waits for the instructor, not a 0"
+    for test_id, points in grader_cases.POINTS.items():
+        # Each autograded test cell, by its id, with the points it earned (all: a correct hand-in).
+        assert test_id in text, f"{test_id} missing from the page the student reads"
+        assert f"Score: {float(points)} / {float(points)}" in text
+    assert "BEGIN HIDDEN TESTS" not in text and grader_cases.HIDDEN_MESSAGE not in text

@@ -113,7 +113,10 @@ def test_a_cheat_loses_the_points_of_a_right_answer_it_broke(graded):
 def test_the_class_report_lists_the_flagged(graded):
     text = report.report(A, root=graded["root"], out=graded["root"] / "report.png")
     flagged = [c.name for c in cheats.CHEATS]
-    assert f"flagged (tried to change how they are graded; read README's 'Reading a flag'): {len(flagged)}" in text
+    assert (
+        f"flagged (tried to change how they are graded; read docs/grade-integrity.md, 'Reading a flag'): {len(flagged)}"
+        in text
+    )
     assert "input_transformers_cleanup: MySequential" in text
 
 

@@ -28,6 +28,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import browser_steps
+import grader_cases
 import psutil
 import pytest
 import submissions
@@ -340,13 +342,14 @@ def the_class(browser, port: int, state: Path, expected: dict[str, int], max_sco
             time.sleep(0.5)
         pages = list(feedback_dir.rglob(f"{A}.html"))
         assert len(pages) == 1, f"{name} fetched no feedback: {pages}"
-        relative = pages[0].relative_to(pwd.getpwnam(name).pw_dir)
-        page.goto(f"http://{name}.localhost:{port}/user/{name}/files/{relative}")
-        heading = page.locator("h4", has_text="Score:").first
-        heading.wait_for()
+        text = browser_steps.read_feedback(page, panel, pages[0].name)
         shot(page, f"09_{name}_feedback")
-        score = re.search(r"Score: ([\d.]+) / ([\d.]+)", heading.inner_text())
-        assert score and (float(score[1]), float(score[2])) == (expected[name], max_score), heading.inner_text()
+        # Each student reads their own page: their own score, no hidden-test line.
+        score = re.search(rf"{A} \(Score: ([\d.]+) / ([\d.]+)\)", text)
+        # The page's total is the autograded one (as the CSV's); the written answer waits for the instructor.
+        assert score and (float(score[1]), float(score[2])) == (expected[name], submissions.full_score(A)), text[:2000]
+        assert f"not graded yet ({float(max_score - submissions.full_score(A))} points)" in text, text[:2000]
+        assert grader_cases.HIDDEN_MESSAGE not in text and "BEGIN HIDDEN TESTS" not in text
 
 
 def test_a_class_on_the_hub(hub):
