@@ -35,9 +35,11 @@ c.Exchange.path_includes_course = True
 # Generated notebooks carry no stored outputs.
 c.ClearOutput.enabled = True
 
-# `nbgrader validate` cuts every line at 90 characters by default, the tests' hints
-# included: show a student the whole sentence.
-c.Validator.width = 1000
+# A student's `nbgrader validate` shows each test's hint whole (nbgrader cuts lines at 90
+# characters) and none of the kernel's start-up warnings (grader/pipeline.py).
+from grader.pipeline import student_validate  # noqa: E402
+
+student_validate(c)
 
 # Every autograde (the nbgrader CLI, Formgrader's Autograde button, `python -m
 # grader grade`) runs the course's safe engine (grader/pipeline.py): unreadable

@@ -162,7 +162,7 @@ def _grade(args) -> int:
 
 def _export(args) -> int:
     config = course.load_config(args.root)
-    db_url = args.db_url or config.CourseDirectory.db_url
+    db_url = args.db_url or course.db_url(config)
     out = args.out or course.course_root(config) / "grades" / "canvas.csv"
     try:
         count = export.write_canvas_csv(db_url, out, args.assignments or None, args.roster)

@@ -34,6 +34,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import nbformat
+from nbgrader.api import Gradebook
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.preprocessors import SaveAutoGrades
 
 from . import course, parallel, pipeline, settings
 from .sandbox import claim_uid
@@ -45,7 +48,6 @@ _worker_state: dict = {}
 
 def course_files(config, assignment: str) -> dict[str, bytes]:
     """What a worker needs to grade `assignment`: the course's config, source and release."""
-    from nbgrader.coursedir import CourseDirectory
 
     coursedir = CourseDirectory(config=config)
     root = Path(coursedir.root)
@@ -123,9 +125,6 @@ def grade_task(files: dict[str, bytes], options, handed_in: tuple[str, bytes]):
 
 def record(config, assignment: str, grader_id: str, text: str) -> None:
     """Store a worker's autograded notebook in the client's course and gradebook (nbgrader's SaveAutoGrades)."""
-    from nbgrader.api import Gradebook
-    from nbgrader.coursedir import CourseDirectory
-    from nbgrader.preprocessors import SaveAutoGrades
 
     coursedir = CourseDirectory(config=config)
     nb = nbformat.reads(text, as_version=4)

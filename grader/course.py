@@ -17,6 +17,8 @@ import os
 import sys
 from pathlib import Path
 
+from nbgrader.apps import NbGraderAPI
+from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
@@ -38,10 +40,16 @@ def course_root(config: Config) -> Path:
     return Path(config.CourseDirectory.root)
 
 
-def api(config: Config):
-    from nbgrader.apps import NbGraderAPI
-    from nbgrader.coursedir import CourseDirectory
+def directory(config: Config) -> CourseDirectory:
+    """The course's folders, gradebook and id: its config's, or nbgrader's defaults where it sets none."""
+    return CourseDirectory(config=config)
 
+
+def db_url(config: Config) -> str:
+    return directory(config).db_url
+
+
+def api(config: Config):
     # nbgrader creates gradebooks by running the `alembic` command: the tools of
     # this interpreter's environment must be on PATH even when it was not activated.
     bin_dir = os.path.dirname(sys.executable)

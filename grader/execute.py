@@ -35,6 +35,8 @@ import tempfile
 import time
 from queue import Empty
 
+import psutil
+from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 from nbclient.exceptions import DeadKernelError
 from nbclient.util import run_sync
 from nbformat import NotebookNode
@@ -60,7 +62,6 @@ FORK_GUARD = (
 
 def _running(process) -> bool:
     """Whether a process (psutil.Process) still runs: neither gone nor a zombie."""
-    import psutil
 
     try:
         return process.status() != psutil.STATUS_ZOMBIE
@@ -292,7 +293,6 @@ class GuardedExecute(Execute):
 
     def _stop_cell_processes(self) -> None:
         """Kill everything below the kernel process (the kernel itself lives on)."""
-        import psutil
 
         kernel = self.km.kernel_process() if hasattr(self.km, "kernel_process") else None
         if kernel is None:
@@ -397,7 +397,6 @@ class GuardedExecute(Execute):
 
     def _start_failure(self, reason: str) -> str:
         """Why no kernel answered, in one line, naming an interpreter the sandbox cannot see."""
-        from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
         try:
             argv = list(KernelSpecManager().get_kernel_spec(self.kernel_name).argv) or [sys.executable]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from nbgrader.api import Gradebook, MissingEntry
+
 from .grade import Row
 
 COLUMNS = ["student_id", "score", "max_score", "status", "detail", "flags", "needs_manual", "grader_id"]
@@ -65,7 +67,6 @@ def canvas_rows(
     db_url: str, assignments: list[str] | None = None, roster: dict[str, dict[str, str]] | None = None
 ) -> list[list[str]]:
     """The rows of a Canvas gradebook import: header, Points Possible, one row per student."""
-    from nbgrader.api import Gradebook, MissingEntry
 
     roster = roster or {}
     with Gradebook(db_url) as gradebook:

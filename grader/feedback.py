@@ -20,6 +20,7 @@ from pathlib import Path
 
 from nbconvert.exporters import TemplateExporter
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.preprocessors import GetGrades, NbGraderPreprocessor
 
 from . import course, settings
@@ -214,7 +215,6 @@ class NoGrades(Exception):
 def graded_submissions(db_url: str, assignment: str) -> int:
     """How many submissions of `assignment` the gradebook at `db_url` holds; 0 also when a
     SQLite gradebook's file does not exist (it is not created by asking)."""
-    from nbgrader.api import Gradebook, MissingEntry
 
     if db_url.startswith(SQLITE_FILE) and not Path(db_url.removeprefix(SQLITE_FILE)).is_file():
         return 0

@@ -224,7 +224,7 @@ def autograded_tests(assignment) -> list[tuple[str, float]]:
 def rows(options: Options, submissions, outcome) -> list[Row]:
     config = course_config(options)
     result = []
-    with Gradebook(config.CourseDirectory.db_url) as gradebook:
+    with Gradebook(course.db_url(config)) as gradebook:
         assignment = gradebook.find_assignment(options.assignment)
         tests = autograded_tests(assignment)
         max_auto = sum(points for _, points in tests)

@@ -41,6 +41,8 @@ from urllib.error import HTTPError, URLError
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from urllib.request import Request, urlopen
 
+from nbgrader.api import Gradebook, MissingEntry
+
 from . import course
 from .grade import graded_metadata
 
@@ -288,7 +290,6 @@ class Entry:
 
 def graded(gradebook, config, assignment: str, student: str) -> tuple[float, float, str]:
     """(score, maximum, reason not to send); the reason is empty for a graded submission."""
-    from nbgrader.api import MissingEntry
 
     try:
         submission = gradebook.find_submission(assignment, student)
@@ -350,17 +351,16 @@ def comment(tool: dict, course_id: str, assignment: str, entry: Entry) -> str:
 
 def push(assignment: str, root: Path | None = None, lti_dir: Path | None = None, db_url: str | None = None,
          dry_run: bool = False, force: bool = False, out=print) -> int:
-    from nbgrader.api import Gradebook
 
     config = course.load_config(root)
     folder = find_lti_dir(lti_dir, course.course_root(config))
     tool = json.loads((folder / "tool.json").read_text(encoding="utf-8"))
     store = Store(folder / "lti.sqlite")
     launches = store.launches()
-    with Gradebook(db_url or config.CourseDirectory.db_url) as gradebook:
+    with Gradebook(db_url or course.db_url(config)) as gradebook:
         gradebook.find_assignment(assignment)  # MissingEntry: not an assignment of this gradebook
         entries = plan(gradebook, config, assignment, launches)
-    course_id = config.CourseDirectory.course_id
+    course_id = course.directory(config).course_id
     todo = [e for e in entries if not e.reason]
     for entry in entries:
         if entry.reason:
@@ -463,7 +463,6 @@ def _now() -> str:
 
 def main(args) -> int:
     """`python -m grader lms push`: the parsed arguments of grader/__main__.py."""
-    from nbgrader.api import MissingEntry
 
     try:
         return push(args.assignment, root=args.root, lti_dir=args.lti, db_url=args.db_url,

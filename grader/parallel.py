@@ -28,7 +28,7 @@ WORKER_DIED = "the grading worker process died while grading it (twice, the seco
 class InlineExecutor(Executor):
     """Runs each task at once, in this process: one job needs no worker process."""
 
-    def submit(self, fn, /, *args, **kwargs):
+    def submit(self, fn, /, *args, **kwargs) -> Future:
         future: Future = Future()
         try:
             future.set_result(fn(*args, **kwargs))

@@ -27,18 +27,22 @@ from __future__ import annotations
 import copy
 import datetime
 import os
+import textwrap
 from pathlib import Path
 
 import nbformat
 from nbconvert.exporters import NotebookExporter
 from nbconvert.exporters.exporter import ResourcesDict
+from nbconvert.filters import strip_ansi
 from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import (
     AssignLatePenalties,
     CheckCellMetadata,
     ClearOutput,
     DeduplicateIds,
+    Execute,
     IgnorePattern,
     LimitOutput,
     NbGraderPreprocessor,
@@ -46,6 +50,8 @@ from nbgrader.preprocessors import (
     OverwriteKernelspec,
     SaveAutoGrades,
 )
+from nbgrader.validator import Validator
+from traitlets import default
 
 from . import collect, feedback, restore
 from .execute import GuardedExecute
@@ -141,7 +147,6 @@ class FlagComments(NbGraderPreprocessor):
     where Formgrader shows it to whoever grades the notebook."""
 
     def preprocess(self, nb, resources):
-        from nbgrader.api import Gradebook, MissingEntry
 
         flags = grader_metadata(nb)["flags"]
         info = resources.get("nbgrader", {})
@@ -195,3 +200,33 @@ def use_safe_autograde(c, *, trusted: bool = False) -> None:
     c.Autograde.autograde_preprocessors = autograde_steps(GuardedExecute)
     c.GuardedExecute.trusted_student_code = trusted
     c.GenerateFeedback.preprocessors = feedback.feedback_steps()
+
+
+class StudentValidateExecute(Execute):
+    """`nbgrader validate`'s Execute with the kernel's start-up log off the student's screen:
+    ipykernel warns there that its local sockets are not encrypted, nothing a student can act on.
+    Warnings from the student's own code still show (they are the cell's output, not the log)."""
+
+    @default("extra_arguments")
+    def _default_extra_arguments(self):
+        return ["--IPKernelApp.log_level=ERROR"]
+
+
+def _indent_wrapped(self, val: str) -> str:
+    """nbgrader's Validator._indent, wrapping a long line instead of cutting it at `width`."""
+    lines = []
+    for line in val.split("\n"):
+        line = strip_ansi(line)
+        lead = line[: len(line) - len(line.lstrip())]  # a continuation sits under its own line, indented
+        pieces = textwrap.wrap(line, max(self.width - len(self.indent), 40), subsequent_indent=lead + "    ")
+        lines += [self.indent + piece for piece in pieces or [""]]
+    return "\n".join(lines)
+
+
+def student_validate(c) -> None:
+    """A student's `nbgrader validate` (the CLI and JupyterLab's Validate button): every test's
+    hint whole and no kernel start-up noise. nbgrader's Validator offers no setting for either
+    (it cuts lines at `width`, and its preprocessor list is not configurable), so this changes
+    that class in the processes that load the course's config, and nothing else."""
+    Validator._indent = _indent_wrapped
+    Validator.class_traits()["preprocessors"].default_value = [CheckCellMetadata, ClearOutput, StudentValidateExecute]

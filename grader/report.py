@@ -5,15 +5,17 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+from matplotlib.figure import Figure
+from nbgrader.api import Gradebook
+
 from . import course
 from .grade import Options, autograded_tests, course_config, graded_metadata
 
 
 def collect_scores(assignment: str, db_url: str | None = None, root: Path | None = None):
-    from nbgrader.api import Gradebook
 
     config = course_config(Options(assignment, Path("."), db_url=db_url, root=root))
-    with Gradebook(config.CourseDirectory.db_url) as gradebook:
+    with Gradebook(course.db_url(config)) as gradebook:
         found = gradebook.find_assignment(assignment)
         items = autograded_tests(found)
         scores, passed, flagged = [], {name: 0 for name, _ in items}, {}
@@ -29,11 +31,6 @@ def collect_scores(assignment: str, db_url: str | None = None, root: Path | None
 
 
 def report(assignment: str, db_url: str | None = None, out: Path | None = None, root: Path | None = None) -> str:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     scores, items, passed, max_score, flagged = collect_scores(assignment, db_url, root)
     if out is None:
         out = course.course_root(course.load_config(root)) / "grades" / f"{assignment}.png"
@@ -54,7 +51,9 @@ def report(assignment: str, db_url: str | None = None, out: Path | None = None, 
     )
     lines += [f"  {student}: {'; '.join(flags)}" for student, flags in sorted(flagged.items())]
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    # A Figure of its own (no pyplot): no global backend or open-figure state to set or clean.
+    fig = Figure(figsize=(11, 4))
+    left, right = fig.subplots(1, 2)
     bins = [x - 0.5 for x in range(int(max_score) + 2)]
     left.hist(scores, bins=bins, color="tab:blue", edgecolor="white")
     left.set_title(f"Score distribution ({n} students)")
@@ -68,7 +67,6 @@ def report(assignment: str, db_url: str | None = None, out: Path | None = None, 
     right.set_xlabel("students passing all of the item's tests (%)")
     fig.tight_layout()
     fig.savefig(out, dpi=100)
-    plt.close(fig)
     text = "\n".join(lines)
     out.with_suffix(".txt").write_text(text + "\n", encoding="utf-8")
     return text + f"\nplot: {out}"

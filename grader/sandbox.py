@@ -26,6 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import psutil
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, Int, Unicode
 
@@ -375,7 +376,6 @@ class SandboxedKernelManager(AsyncKernelManager):
         sandbox, bwrap comes first (its command line names ipykernel too), and
         copies a student made with os.fork() come later.
         """
-        import psutil
 
         process = getattr(self.provisioner, "process", None)
         if process is None:

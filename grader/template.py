@@ -50,7 +50,9 @@ numpy's global generator; reset: matplotlib's config and cache folders,
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import atexit
 import json
 import logging
 import os
@@ -66,6 +68,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ipykernel.kernelspec import get_kernel_dict
+from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 from jupyter_client.provisioning import LocalProvisioner
 from traitlets import Bool, Float
 
@@ -275,7 +279,6 @@ def template() -> Template:
     global _template
     if _template is None or _template.owner != os.getpid():
         _template = Template()
-        import atexit
 
         atexit.register(_template.stop)
     return _template
@@ -301,7 +304,6 @@ def can_sandbox() -> bool:
 def kernels_would_fork(sandboxed: bool, kernel_name: str = "course-grader") -> bool:
     """Whether this environment's `kernel_name` kernels come from a template: its kernel spec
     names the provisioner, the template is not switched off, and a sandbox can be built."""
-    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
     try:
         spec = KernelSpecManager().get_kernel_spec(kernel_name)
@@ -429,8 +431,6 @@ def install(prefix: str = sys.prefix) -> str:
     and put this environment's `python3` back to ipykernel's plain spec: students' JupyterLab, the
     hub's user servers and nbval start plain kernels; only grading paths (and tests that opt in)
     use the template."""
-    from ipykernel.kernelspec import get_kernel_dict
-    from jupyter_client.kernelspec import KernelSpecManager
 
     plain = get_kernel_dict()
     plain["argv"][0] = "python"  # as ipykernel ships it: whichever Python the client runs
@@ -447,13 +447,11 @@ def install(prefix: str = sys.prefix) -> str:
 
 def grader_kernel_name() -> str:
     """The kernel spec grading uses: the grader's own where installed, else python3."""
-    from jupyter_client.kernelspec import KernelSpecManager
 
     return GRADER_KERNEL if GRADER_KERNEL in KernelSpecManager().find_kernel_specs() else "python3"
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
 
     parser = argparse.ArgumentParser(prog="python -m grader.template", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)

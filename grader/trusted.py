@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from IPython.core.inputtransformer2 import TransformerManager
 from nbformat import NotebookNode
 
 RUNNER_SOURCE = Path(__file__).with_name("runner.py")
@@ -146,7 +147,6 @@ def is_trusted_cell(cell) -> bool:
 
 def python_source(source: str) -> str:
     """A cell's source as plain Python (IPython magics become calls), transformed here, not in the kernel."""
-    from IPython.core.inputtransformer2 import TransformerManager
 
     return TransformerManager().transform_cell(source)
 

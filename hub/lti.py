@@ -42,6 +42,7 @@ from ltiauthenticator.lti13.error import ValidationError
 from ltiauthenticator.lti13.handlers import LTI13CallbackHandler, LTI13LoginInitHandler
 from ltiauthenticator.lti13.validator import LTI13LaunchValidator
 from ltiauthenticator.utils import convert_request_to_dict
+from nbgrader.api import Gradebook
 from tornado.web import HTTPError
 from traitlets import Dict, List, Set, Unicode
 
@@ -334,8 +335,6 @@ class CourseLTIAuthenticator(LTI13Authenticator):
     def add_to_gradebook(self, name: str, sub: str, record: dict) -> None:
         """The student's name, email and LMS id into the gradebook, for Formgrader (one writer thread)."""
         try:
-            from nbgrader.api import Gradebook
-
             with Gradebook(self.gradebook_url) as gradebook:
                 gradebook.update_or_create_student(
                     name,

@@ -19,6 +19,7 @@ import nbformat
 import pytest
 from submissions import answered, points
 
+from grader import course as grader_course
 from grader import export, feedback, grade, template
 from tools import course
 
@@ -118,6 +119,53 @@ def test_a_sandbox_that_cannot_start_is_not_graded(tmp_path):
     assert [(r.status, r.score) for r in rows] == [("not graded", None)] * 2
     assert all(r.detail.startswith("kernel did not start") for r in rows), [r.detail for r in rows]
     assert grade.not_graded_summary(rows).startswith("2 of 2 not graded: kernel did not start")
+
+
+@pytest.mark.parametrize("cause", ["missing interpreter", "sandbox cannot start"])
+def test_on_a_dask_cluster_the_graders_failure_is_not_graded_too(tmp_path, cause):
+    root = tmp_path / "course"
+    course.temporary_course(root, [A])
+    folder = tmp_path / "class"
+    write_class(folder, ["ana", "ben"])
+    env, extra, expected = grader_cases.cli_env(), ["--scheduler", "local"], "kernel did not start"
+    if cause == "missing interpreter":
+        data, interpreter = broken_kernel_spec(tmp_path)
+        env["JUPYTER_PATH"] = str(data)
+        expected = f"kernel did not start (interpreter {interpreter} is missing)"
+    else:
+        extra += ["--memory", "8"]
+    done = grade_cli(root, folder, env, *extra)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"2 of 2 not graded: {expected}" in done.stderr, done.stderr
+    rows = export.read_csv(root / "grades" / f"{A}.csv")
+    assert [(r["status"], r["score"]) for r in rows] == [("not graded", "")] * 2
+    assert not list((root / "autograded").glob(f"*/{A}/{A}.ipynb"))
+
+
+def test_nbgraders_own_autograde_fails_loudly_with_the_cause_and_keeps_no_score(tmp_path):
+    """Formgrader's Autograde button runs nbgrader's autograde with the course's config: the
+    same engine, so the same cause, a failed autograde and no score."""
+    root = tmp_path / "course"
+    course.temporary_course(root, [A])
+    grader_cases.nbgrader(root, "generate_assignment", A, "--force")  # as the instructor releases it
+    target = root / "submitted" / "ana" / A
+    target.mkdir(parents=True)
+    nbformat.write(answered(A), target / f"{A}.ipynb")
+    data, interpreter = broken_kernel_spec(tmp_path)
+    done = grader_cases.nbgrader(
+        root, "autograde", A, "--student", "ana", env=grader_cases.cli_env(JUPYTER_PATH=str(data)), check=False
+    )
+    said = done.stdout + done.stderr
+    assert done.returncode != 0, said
+    assert f"kernel did not start (interpreter {interpreter} is missing)" in said, said[-3000:]
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(grader_course.db_url(grader_course.load_config(root))) as gradebook:
+        try:
+            submission = gradebook.find_submission(A, "ana")
+        except MissingEntry:
+            submission = None
+        assert submission is None or not any(g.auto_score for nb in submission.notebooks for g in nb.grades)
 
 
 def test_a_kernel_start_that_fails_once_is_retried(tmp_path, monkeypatch):

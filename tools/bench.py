@@ -32,6 +32,9 @@ import time
 from pathlib import Path
 
 import nbformat
+from jupyter_client.manager import AsyncKernelManager
+from nbgrader.api import Gradebook
+from traitlets.config import Config
 
 from grader.sandbox import FIRST_UID, SandboxedKernelManager
 from tools import cells, course
@@ -90,8 +93,6 @@ def plain_nbgrader(assignment: str, subs: dict, work: Path) -> tuple[float, dict
         capture_output=True,
     )
     elapsed = time.perf_counter() - start
-    from nbgrader.api import Gradebook
-
     with Gradebook(db_url) as gradebook:
         scores = {s: gradebook.find_submission(assignment, s).code_score for s in subs}
     return elapsed, scores
@@ -136,9 +137,6 @@ def our_grader(assignment: str, downloads: Path, work: Path, jobs: int, template
 # -- the parts of one submission's cost ----------------------------------------------------------------
 async def _start_once(sandboxed: bool, code: str | None) -> tuple[float, float | None]:
     """Seconds until a kernel is ready with torch imported; then seconds to run `code` in it."""
-    from jupyter_client.manager import AsyncKernelManager
-    from traitlets.config import Config
-
     with tempfile.TemporaryDirectory() as scratch:
         config = Config()
         if sandboxed:

@@ -58,6 +58,7 @@ from pathlib import Path
 
 import jupytext
 import nbformat
+from nbclient import NotebookClient
 
 from tools import rules
 from tools.source import (  # noqa: F401 (the parsing names, re-exported for tests and tools)
@@ -105,8 +106,6 @@ def without_outputs(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 def execute(nb: nbformat.NotebookNode, cwd: Path) -> nbformat.NotebookNode:
     """Run a notebook top to bottom in a fresh python3 kernel and keep the outputs clean."""
-    from nbclient import NotebookClient
-
     cwd.mkdir(parents=True, exist_ok=True)
     client = NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(cwd)}})
     client.execute()

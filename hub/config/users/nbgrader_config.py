@@ -12,5 +12,8 @@ c.CourseDirectory.course_id = os.environ["COURSE_ID"]
 c.Exchange.root = os.environ["COURSE_EXCHANGE"]
 c.Exchange.path_includes_course = True
 c.ExchangeFactory.submit = "exchange.PrivateSubmit"
-# A student's `nbgrader validate` shows each test's hint whole (the default cuts at 90 characters).
-c.Validator.width = 1000
+# A student's `nbgrader validate` shows each test's hint whole (nbgrader cuts lines at 90
+# characters) and none of the kernel's start-up warnings (grader/pipeline.py).
+from grader.pipeline import student_validate  # noqa: E402
+
+student_validate(c)

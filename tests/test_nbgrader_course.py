@@ -1,0 +1,80 @@
+"""`python -m grader grade --root COURSE` on a course the way nbgrader's documentation lays one
+out: its default folders (source/, release/, submitted/, autograded/, gradebook.db in the
+course folder), an assignment with its own name, and a config that sets only the course id.
+Nothing of this repository's nbgrader_config.py (no Execute.timeout, no folder names): what
+the course leaves unset comes from nbgrader's own defaults. The grader's scores must equal
+plain `nbgrader autograde` on the same hand-ins."""
+
+import csv
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+import grader_cases
+import nbformat
+import pytest
+import submissions
+
+from conftest import ROOT
+
+pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
+
+A = grader_cases.A
+ASSIGNMENT = "ps1"
+MINIMAL_CONFIG = 'c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = "course101"\n'
+
+
+def docs_course(folder):
+    """A course folder as nbgrader's docs make one, released with nbgrader's own CLI."""
+    (folder / "source" / ASSIGNMENT).mkdir(parents=True)
+    (folder / "nbgrader_config.py").write_text(MINIMAL_CONFIG, encoding="utf-8")
+    shutil.copyfile(ROOT / "solutions" / A / f"{A}.ipynb", folder / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+    grader_cases.nbgrader(folder, "generate_assignment", ASSIGNMENT, "--force")
+    return folder
+
+
+def plain_scores(folder, handed_in: dict) -> dict[str, float]:
+    """nbgrader autograde, unchanged, on the hand-ins in submitted/<student>/<assignment>/."""
+    for student, notebook in handed_in.items():
+        target = folder / "submitted" / student / ASSIGNMENT
+        target.mkdir(parents=True)
+        nbformat.write(notebook, target / f"{ASSIGNMENT}.ipynb")
+        grader_cases.nbgrader(folder, "autograde", ASSIGNMENT, "--student", student)
+    with sqlite3.connect(folder / "gradebook.db") as db:
+        rows = db.execute(
+            "SELECT student.id, SUM(grade.auto_score) FROM grade "
+            "JOIN submitted_notebook ON grade.notebook_id = submitted_notebook.id "
+            "JOIN submitted_assignment ON submitted_notebook.assignment_id = submitted_assignment.id "
+            "JOIN student ON submitted_assignment.student_id = student.id "
+            "WHERE grade.auto_score IS NOT NULL GROUP BY student.id"
+        ).fetchall()
+    return {student: float(score) for student, score in rows}
+
+
+def test_a_course_laid_out_as_nbgraders_docs_grades_as_plain_nbgrader_does(tmp_path):
+    kit = {s.student: s for s in submissions.standard(A)}
+    handed_in = {student: s.notebook for student, s in kit.items()}
+    ours = docs_course(tmp_path / "course101")
+    plain = docs_course(tmp_path / "plain")
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    for student, notebook in handed_in.items():
+        nbformat.write(notebook, downloads / f"{student}.ipynb")
+    csv_path = tmp_path / "grades.csv"
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", "grade", ASSIGNMENT, "--submissions", str(downloads),
+         "--root", str(ours), "--jobs", "2", "--out", str(csv_path)],
+        cwd=tmp_path, env=grader_cases.cli_env(), capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    with open(csv_path, newline="", encoding="utf-8") as handle:
+        graded = {row["student_id"]: row for row in csv.DictReader(handle)}
+    assert {s: float(r["score"]) for s, r in graded.items()} == {s: float(k.score) for s, k in kit.items()}
+    assert all(r["status"] == "graded" for r in graded.values()), graded
+    # The same hand-ins through nbgrader alone, on nbgrader's own folders and defaults.
+    assert plain_scores(plain, handed_in) == {s: float(k.score) for s, k in kit.items()}
+    # The grader used the course's folders, as nbgrader names them by default.
+    for student in kit:
+        assert (ours / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").exists()
+    assert (ours / "gradebook.db").exists()
