@@ -1,8 +1,8 @@
 """JupyterLab started for tests exactly the way README says: `make lab`.
 
-`lab` is a module-scoped fixture (import it into a test module) that yields the
-port of a server on 127.0.0.1 with a known token. `serve(extra_args, env)` starts
-one with more `LAB_ARGS`, e.g. `browser_args(folder)` for a real browser session.
+`serve(extra_args, env)` runs one on 127.0.0.1 with a known token and yields its port;
+`extra_args` adds to `LAB_ARGS`, e.g. `browser_args(folder)` for a real browser session.
+conftest.py's `lab` fixture is a plain one, for a module.
 """
 
 from __future__ import annotations
@@ -73,12 +73,6 @@ def running(command: list[str], cwd, env: dict | None, port: int):
             except subprocess.TimeoutExpired:
                 os.killpg(server.pid, signal.SIGKILL)
                 server.wait()
-
-
-@pytest.fixture(scope="module")
-def lab():
-    with serve() as port:
-        yield port
 
 
 def keep_stored_notebook(model, path, contents_manager, **kwargs):

@@ -66,6 +66,24 @@ PROGRESS = {
 }
 PAGE = 2  # line items per page of the container: a tool must follow the Link header
 
+# The roles of the platform's people (LTI's membership vocabulary), and one person as the
+# users of CONFIG list them (the tests build their classes with these).
+LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
+INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
+TEACHING_ASSISTANT = "http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#TeachingAssistant"
+
+
+def person(sub: str, name: str, roles: list[str]) -> dict:
+    first, last = name.split()
+    return {
+        "sub": sub,
+        "name": name,
+        "given_name": first,
+        "family_name": last,
+        "email": f"{first.lower()}@example.org",
+        "roles": roles,
+    }
+
 
 def new_key():
     return rsa.generate_private_key(public_exponent=65537, key_size=2048)

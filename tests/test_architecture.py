@@ -5,6 +5,8 @@ a module, no module over 500 lines, and the course build (tools/) never imported
 from __future__ import annotations
 
 import ast
+import configparser
+import re
 from pathlib import Path
 
 import pytest
@@ -124,3 +126,131 @@ def test_no_module_of_the_grader_or_the_build_is_over_500_lines():
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
     assert not long, long
+
+
+# Imports of packages that a function may defer: extras a course need not install, and the
+# places where deferring is the design, each with its reason.
+OPTIONAL_PACKAGES = {"distributed", "jwt", "cryptography", "psycopg"}
+DEFERRED_BY_DESIGN = {
+    "grader/runner.py": "executed inside each grading kernel: its imports are the runner's own references",
+    "grader/template_server.py": "the template process imports ipykernel and matplotlib once, for every fork",
+    "tools/check_env.py": "reports each missing package instead of failing on the first",
+    "tools/cells.py": "sets matplotlib's backend in this process only, when answers are run",
+    "hub/serve.py": "imports the grader after putting the repository on the path of the hub's process",
+}
+
+
+def test_imports_sit_at_the_top_of_their_module_unless_optional_or_deferred_by_design():
+    found = []
+    for package in ("grader", "tools", "hub"):
+        for path in sorted((ROOT / package).glob("*.py")):
+            relative = path.relative_to(ROOT).as_posix()
+            if relative in DEFERRED_BY_DESIGN:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    continue
+                for inner in ast.walk(node):
+                    if isinstance(inner, ast.Import):
+                        names = [alias.name for alias in inner.names]
+                    elif isinstance(inner, ast.ImportFrom) and not inner.level:
+                        names = [inner.module or ""]
+                    else:
+                        continue
+                    found += [
+                        f"{relative}:{inner.lineno} {name}"
+                        for name in names
+                        if name.split(".")[0] not in OPTIONAL_PACKAGES
+                    ]
+    assert not found, "imports inside functions (move them to the module's top):\n" + "\n".join(found)
+    for relative in DEFERRED_BY_DESIGN:
+        assert (ROOT / relative).exists(), f"{relative} is gone: drop it from DEFERRED_BY_DESIGN"
+
+
+# -- the tests' own shape: test modules share through helpers and conftest.py, and each says what it needs.
+TESTS = ROOT / "tests"
+# Markers pytest itself defines: any test may use them without pytest.ini registering them.
+BUILTIN_MARKS = {"parametrize", "skip", "skipif", "xfail", "usefixtures", "filterwarnings"}
+
+
+def imported_names(tree: ast.Module) -> list[str]:
+    """Every module an import statement names, and every `import x` / `from x import` written
+    in a string (code a test hands to a child Python)."""
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names.append(node.module or "")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names += re.findall(r"^\s*(?:from|import)\s+([\w.]+)", node.value, re.MULTILINE)
+    return names
+
+
+def test_no_test_module_is_imported_by_another_module_of_the_tests():
+    """What several test modules share lives in a helper module (no test_ prefix) or, for a
+    fixture, in conftest.py: importing a test module runs its module-level checks and hands
+    its fixtures to pytest a second time."""
+    test_modules = {path.stem for path in TESTS.glob("test_*.py")}
+    assert len(test_modules) > 10, "no test modules found"
+    found = [
+        f"tests/{path.name} imports {name}"
+        for path in sorted(TESTS.glob("*.py"))
+        for name in imported_names(ast.parse(path.read_text(encoding="utf-8")))
+        if name.split(".")[0] in test_modules - {path.stem}
+    ]
+    assert not found, found
+
+
+def registered_markers() -> set[str]:
+    config = configparser.ConfigParser(interpolation=None)
+    config.read(ROOT / "pytest.ini", encoding="utf-8")
+    return {line.split(":")[0].strip() for line in config["pytest"]["markers"].splitlines() if line.strip()}
+
+
+def mark_name(node: ast.expr) -> str | None:
+    """X of `pytest.mark.X` or `pytest.mark.X(...)`; None for anything else."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "mark"
+        and isinstance(node.value.value, ast.Name)
+        and node.value.value.id == "pytest"
+    ):
+        return node.attr
+    return None
+
+
+def test_the_markers_are_registered():
+    assert registered_markers() >= {"unit", "integration", "browser", "sandbox", "gpu"}
+
+
+def test_every_test_module_sets_pytestmark_with_registered_markers_only():
+    """`pytest -m unit` (or integration, browser, sandbox, gpu) picks whole modules: each one
+    says at module level which of the registered markers fit it."""
+    registered = registered_markers()
+    problems = []
+    for path in sorted(TESTS.glob("test_*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        values = [
+            node.value
+            for node in tree.body
+            if isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets)
+        ]
+        # Marks on single tests (a module's fast tests marked unit) are registered ones too.
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                for name in filter(None, map(mark_name, node.decorator_list)):
+                    if name not in registered | BUILTIN_MARKS:
+                        problems.append(f"tests/{path.name}::{node.name}: unregistered marker {name}")
+        if len(values) != 1:
+            problems.append(f"tests/{path.name}: {len(values)} module-level pytestmark assignments, not 1")
+            continue
+        marks = values[0].elts if isinstance(values[0], ast.List | ast.Tuple) else [values[0]]
+        names = [mark_name(mark) for mark in marks]
+        if not names or None in names or not set(names) <= registered:
+            problems.append(f"tests/{path.name}: pytestmark = {ast.unparse(values[0])}")
+    assert not problems, "\n".join(problems) + f"\nregistered in pytest.ini: {sorted(registered)}"

@@ -2,10 +2,13 @@
 each exercise (correct, blank, one item wrong) get exactly their scores."""
 
 import nbformat
+import pytest
 import submissions
 
 from conftest import ASSIGNMENTS
 from tools import course
+
+pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
 
 
 def check_autograde(tmp_path, assignment):

@@ -7,24 +7,14 @@ browser write back the stored notebooks unchanged (see labserver.browser_args),
 so the test leaves the repository as it found it.
 """
 
-import os
-
+import browser_steps
 import labserver
 import pytest
 
 from conftest import ROOT
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+pytestmark = [pytest.mark.browser, pytest.mark.integration]
+
 SHOTS = ROOT / "screenshots"
 # The prompts of every code cell in the open notebook show an execution count.
 ALL_RAN = """() => {
@@ -33,12 +23,7 @@ ALL_RAN = """() => {
     return prompts.length > 0 && prompts.every(t => /^\\[\\d+\\]:$/.test(t));
 }"""
 
-if not os.access(CHROMIUM, os.X_OK):
-    pytest.skip(
-        f"{CHROMIUM} is absent: install Debian's chromium (apt-get install chromium; "
-        ".ci/run does) to run the browser test",
-        allow_module_level=True,
-    )
+browser_steps.skip_without_chromium()
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +36,7 @@ def page(tmp_path_factory):
         old.unlink()
     args, env = labserver.browser_args(tmp_path_factory.mktemp("lab"))
     with labserver.serve(args, env) as port, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(executable_path=browser_steps.CHROMIUM, args=browser_steps.CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.set_default_timeout(60_000)
@@ -77,11 +62,6 @@ def open_notebook(page, path: str):
     return notebook
 
 
-def menu(page, top: str, command: str) -> None:
-    page.locator(".lm-MenuBar-item", has_text=top).first.click()
-    page.locator(f'.lm-Menu-item[data-command="{command}"]').first.click()
-
-
 # Some code cell's prompt shows it queued or ran ("[*]:" or "[1]:").
 ANY_STARTED = """() => [...document.querySelectorAll(
     '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputPrompt')].some(e => /^\\[[*\\d]+\\]:$/.test(e.textContent.trim()))"""
@@ -94,7 +74,7 @@ def run_all(page, attempts: int = 3) -> None:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     for attempt in range(attempts):
-        menu(page, "Run", "runmenu:run-all")
+        browser_steps.menu(page, "Run", "runmenu:run-all")
         try:
             page.wait_for_function(ANY_STARTED, timeout=10_000)
             return
@@ -107,7 +87,7 @@ def test_a_lecture_runs_in_jupyterlab(page):
     notebook = open_notebook(page, "course/01_blocks.ipynb")
     # Markdown renders after the cells appear; wait rather than count at once.
     notebook.locator(".jp-MarkdownCell", has_text="Layers and blocks").first.wait_for()
-    menu(page, "Edit", "editmenu:clear-all")
+    browser_steps.menu(page, "Edit", "editmenu:clear-all")
     outputs = notebook.locator(".jp-OutputArea-output")
     page.wait_for_function(
         "n => document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output').length === n",
@@ -137,7 +117,7 @@ def test_validate_button_shows_the_blank_exercise_failing(page):
 
 
 def test_formgrader_lists_lesson_1(page):
-    menu(page, "Nbgrader", "nbgrader:open-formgrader")
+    browser_steps.menu(page, "Nbgrader", "nbgrader:open-formgrader")
     formgrader = page.frame_locator("iframe[src*='formgrader']")
     formgrader.locator("text=Manage Assignments").first.wait_for()
     link = formgrader.locator("td a", has_text="01_blocks")

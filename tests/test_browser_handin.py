@@ -27,27 +27,12 @@ from conftest import ROOT
 from grader import sandbox
 from tools import course
 
+pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.sandbox]
+
 A = grader_cases.A
 COURSE = "pytorch-building-blocks"
 BIN = grader_cases.BIN
-# Debian's chromium, as in test_browser.py (never a browser download).
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 SHOTS = ROOT / "screenshots"
-
-
-def menu(page, top: str, command: str) -> None:
-    page.locator(".lm-MenuBar-item", has_text=top).first.click()
-    page.locator(f'.lm-Menu-item[data-command="{command}"]').first.click()
 
 
 def jupyter_lab(folder: Path, settings: Path, env: dict):
@@ -82,7 +67,9 @@ def people(tmp_path_factory):
     from playwright.sync_api import sync_playwright
 
     assert sandbox.available(), "bubblewrap is missing: make test installs it (tools/system_packages.sh)"
-    assert os.access(CHROMIUM, os.X_OK), f"{CHROMIUM} is missing: make test installs Debian's chromium"
+    assert os.access(browser_steps.CHROMIUM, os.X_OK), (
+        f"{browser_steps.CHROMIUM} is missing: make test installs Debian's chromium"
+    )
     SHOTS.mkdir(exist_ok=True)
     for old in SHOTS.glob("handin_*.png"):
         old.unlink()
@@ -113,7 +100,7 @@ def people(tmp_path_factory):
     teacher_port, teacher = jupyter_lab(root, tmp / "teacher-settings", teacher_env)
     student_port, student = jupyter_lab(home, tmp / "student-settings", student_env)
     with teacher, student, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(executable_path=browser_steps.CHROMIUM, args=browser_steps.CHROMIUM_ARGS)
         try:
             pages = {}
             for who, port in (("teacher", teacher_port), ("student", student_port)):
@@ -151,7 +138,7 @@ def assignment_row(page):
 
 
 def assignment_list(page):
-    menu(page, "Nbgrader", "nbgrader:open-assignment-list")
+    browser_steps.menu(page, "Nbgrader", "nbgrader:open-assignment-list")
     panel = page.locator("#nbgrader-assignment-list")
     panel.wait_for()
     return panel
@@ -194,7 +181,7 @@ def test_2_student_fetches_writes_validates_and_submits(people):
         page.keyboard.insert_text(cell.source)
         if cell.cell_type == "markdown":
             page.keyboard.press("Shift+Enter")
-    menu(page, "File", "docmanager:save")
+    browser_steps.menu(page, "File", "docmanager:save")
     page.wait_for_function(
         "() => !document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-mod-dirty')"
         " && !document.querySelector('.lm-TabBar-tab.jp-mod-dirty')"

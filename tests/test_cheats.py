@@ -17,7 +17,7 @@ from submissions import ROOT, full_score, points
 from grader import export, feedback, grade, report, trusted
 from tools import course
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
 
 A = cheats.A
 

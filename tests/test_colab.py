@@ -24,6 +24,8 @@ import submissions
 from conftest import ASSIGNMENTS, ROOT
 from tools import course, notebooks
 
+pytestmark = pytest.mark.integration
+
 FRONT_DOORS = sorted(
     str(p.relative_to(ROOT)) for p in [*ROOT.glob("course/*.ipynb"), *ROOT.glob("exercises/*/*.ipynb")]
 )
@@ -39,6 +41,7 @@ def _read(path: str):
 # --- Open in Colab badges ----------------------------------------------------
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("path", FRONT_DOORS + SOLUTIONS)
 def test_badge_opens_the_notebooks_own_file_on_colab(path):
     nb = _read(path)
@@ -69,6 +72,7 @@ def _project_files():
     return [ROOT / name for name in listed if name and (ROOT / name).is_file()]
 
 
+@pytest.mark.unit
 def test_the_repository_location_is_set_in_one_place():
     assert re.fullmatch(r"[\w.-]+/[\w.-]+", notebooks.REPOSITORY)
     builder = (ROOT / "tools" / "source.py").read_text(encoding="utf-8")
@@ -96,6 +100,7 @@ def test_the_repository_location_is_set_in_one_place():
 COLAB_ONLY_CODE = re.compile(r"google\.colab|^\s*[!%]\s*pip\b|\bpip install\b", re.M)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("path", FRONT_DOORS + SOLUTIONS)
 def test_colab_specific_code_only_in_the_first_code_cell(path):
     """Colab already has torch, numpy and matplotlib: any Colab-only set-up
@@ -112,12 +117,14 @@ def test_colab_specific_code_only_in_the_first_code_cell(path):
 # --- GPU runtime for lesson 7 --------------------------------------------------
 
 
+@pytest.mark.unit
 def test_a_gpu_lesson_asks_colab_for_the_runtime_colab_writes():
     """The lessons whose header says `gpu: true`; Colab's own metadata for a T4 runtime."""
     assert notebooks.gpu_lessons(), "no lesson asks for a GPU, yet lesson 7 is about GPUs"
     assert notebooks.COLAB_GPU == {"accelerator": "GPU", "colab": {"gpuType": "T4", "provenance": []}}
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("path", FRONT_DOORS + SOLUTIONS)
 def test_gpu_runtime_metadata(path):
     meta = _read(path).metadata
@@ -131,6 +138,7 @@ def test_gpu_runtime_metadata(path):
         )
 
 
+@pytest.mark.unit
 def test_metadata_only_change_keeps_stored_outputs(tmp_path, demo_lesson):
     notebooks.build(None, run=False)
     stored = tmp_path / "course" / "99_demo.ipynb"

@@ -6,10 +6,8 @@ at once, and every process is gone afterwards. TLS, a GPU worker and
 `--scheduler local`: test_dask_deploy.py."""
 
 import subprocess
-import sys
 import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import cheats
@@ -18,90 +16,15 @@ import nbformat
 import psutil
 import pytest
 import submissions
-from labserver import free_port
+from dask_processes import dask_cluster, grade_rows
 
-from grader import grade, sandbox
+from grader import sandbox
 from grader.cluster import ClusterUnusable
-from tools import course
+
+pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
 
 A = grader_cases.A
-BIN = Path(sys.executable).parent
 SLOW = "import time\ntime.sleep(6)\n"
-
-
-@contextmanager
-def dask_cluster(logs: Path, workers: list[list[str]], protocol="tcp", tls: list[str] = ()):
-    """`dask scheduler` and one `dask worker` (with its nanny) per entry of `workers` (extra
-    arguments), on 127.0.0.1; stopped afterwards, and checked that nothing they started is left."""
-    from distributed import Client
-
-    port = free_port()
-    address = f"{protocol}://127.0.0.1:{port}"
-    env = grader_cases.cli_env(DASK_DISTRIBUTED__WORKER__DAEMON="False")
-    processes = [
-        subprocess.Popen(
-            [
-                BIN / "dask",
-                "scheduler",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--protocol",
-                protocol,
-                "--no-dashboard",
-                *tls,
-            ],
-            env=env,
-            stdout=open(logs / "scheduler.log", "w"),
-            stderr=subprocess.STDOUT,
-        )
-    ]
-    for i, extra in enumerate(workers):
-        processes.append(
-            subprocess.Popen(
-                [
-                    BIN / "dask",
-                    "worker",
-                    address,
-                    "--nthreads",
-                    "1",
-                    "--nworkers",
-                    "1",
-                    "--host",
-                    "127.0.0.1",
-                    "--no-dashboard",
-                    "--name",
-                    f"w{i}",
-                    *tls,
-                    *extra,
-                ],
-                env=env,
-                stdout=open(logs / f"worker{i}.log", "w"),
-                stderr=subprocess.STDOUT,
-            )
-        )
-    started = [psutil.Process(p.pid) for p in processes]
-    try:
-        with Client(address, timeout="30s") as client:
-            client.wait_for_workers(len(workers), timeout=90)
-        yield {"address": address, "workers": processes[1:]}
-    finally:
-        everything = []
-        for process in started:
-            try:
-                everything += [process, *process.children(recursive=True)]
-            except psutil.Error:
-                pass
-        for process in reversed(processes):
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        _, alive = psutil.wait_procs(everything, timeout=15)
-        assert alive == [], f"processes left behind by the cluster: {alive}"
 
 
 @pytest.fixture(scope="module")
@@ -109,14 +32,6 @@ def cluster(tmp_path_factory):
     """A scheduler and two plain workers."""
     with dask_cluster(tmp_path_factory.mktemp("dask-logs"), [[], []]) as started:
         yield started
-
-
-def _grade(tmp_path, folder, **options):
-    root = tmp_path / "course"
-    if not root.exists():
-        course.temporary_course(root, [A])
-    chosen = grade.Options(A, folder, cell_timeout=20, notebook_timeout=120, interrupt_grace=4, root=root, **options)
-    return {row.student_id: row for row in grade.run(chosen)}
 
 
 def _class(folder: Path) -> None:
@@ -136,8 +51,8 @@ def _class(folder: Path) -> None:
 def test_rows_on_the_cluster_equal_a_single_job_run(cluster, tmp_path):
     folder = tmp_path / "class"
     _class(folder)
-    on_cluster = _grade(tmp_path / "dask", folder, scheduler=cluster["address"], jobs=2)
-    single = _grade(tmp_path / "single", folder, jobs=1)
+    on_cluster = grade_rows(tmp_path / "dask", folder, scheduler=cluster["address"], jobs=2)
+    single = grade_rows(tmp_path / "single", folder, jobs=1)
     assert set(on_cluster) == set(single) == {"correct", "blank", "one_wrong", "dies", "empty", "forger"}
     for student, row in single.items():
         other = on_cluster[student]
@@ -199,7 +114,7 @@ def test_a_worker_that_dies_mid_task_loses_no_student(cluster, tmp_path):
         target=lambda: killed.append(_kill_a_worker_while_it_grades(cluster["workers"][0], time.monotonic() + 90, left))
     )
     killer.start()
-    rows = _grade(tmp_path, folder, scheduler=cluster["address"], jobs=2)
+    rows = grade_rows(tmp_path, folder, scheduler=cluster["address"], jobs=2)
     killer.join()
     assert killed == [True], "the test never caught a worker in the middle of a task"
     assert {s: (r.status, r.score) for s, r in rows.items()} == {
@@ -214,4 +129,4 @@ def test_tasks_asking_for_a_resource_no_worker_offers_are_refused_at_once(cluste
     folder.mkdir()
     nbformat.write(submissions.answered(A), folder / "ana.ipynb")
     with pytest.raises(ClusterUnusable, match="--resources GPU=1"):
-        _grade(tmp_path, folder, scheduler=cluster["address"], jobs=2, resources={"GPU": 1})
+        grade_rows(tmp_path, folder, scheduler=cluster["address"], jobs=2, resources={"GPU": 1})

@@ -9,7 +9,9 @@ import grader_cases
 import nbformat
 import pytest
 import submissions
-from test_dask import _grade, dask_cluster
+from dask_processes import dask_cluster, grade_rows
+
+pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
 
 A = grader_cases.A
 
@@ -60,7 +62,7 @@ def test_tls_cluster_with_a_gpu_worker(tmp_path):
     ):
         with dask.config.set({"distributed.comm.require-encryption": False}), pytest.raises((OSError, TimeoutError)):
             Client(started["address"].replace("tls://", "tcp://"), timeout="5s")  # nothing answers without TLS
-        rows = _grade(tmp_path, folder, scheduler=started["address"], jobs=1, resources={"GPU": 1})
+        rows = grade_rows(tmp_path, folder, scheduler=started["address"], jobs=1, resources={"GPU": 1})
     assert (rows["ana"].status, rows["ana"].score) == ("graded", grader_cases.FULL)
     assert rows["dee"].status == "invalid" and "not valid JSON" in rows["dee"].detail
 
@@ -70,6 +72,6 @@ def test_local_scheduler_starts_its_own_cluster(tmp_path):
     folder.mkdir()
     nbformat.write(submissions.answered(A), folder / "ana.ipynb")
     (folder / "dee.ipynb").write_text("{")
-    rows = _grade(tmp_path, folder, scheduler="local", jobs=2)
+    rows = grade_rows(tmp_path, folder, scheduler="local", jobs=2)
     assert (rows["ana"].status, rows["ana"].score) == ("graded", grader_cases.FULL)
     assert rows["dee"].status == "invalid" and "not valid JSON" in rows["dee"].detail

@@ -12,6 +12,8 @@ import pytest
 from conftest import ASSIGNMENTS, ROOT
 from tools import cells, course
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture(scope="module")
 def regenerated(tmp_path_factory):

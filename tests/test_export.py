@@ -10,6 +10,8 @@ import pytest
 from grader import export
 from tools import course
 
+pytestmark = pytest.mark.unit
+
 A = "01_blocks"
 B = "02_parameters"
 

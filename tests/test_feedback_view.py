@@ -20,7 +20,7 @@ from conftest import ROOT
 from grader import export, feedback, grade
 from tools import course
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
 
 A = grader_cases.A
 STUDENT = "ana"

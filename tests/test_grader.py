@@ -6,74 +6,19 @@ the repository's gradebook is never touched.
 
 import os
 import shutil
-import socket
-import subprocess
-import threading
 
 import grader_cases
 import nbformat
 import pytest
+from grading_checks import CELL_TIMEOUT, Listener, lingering, stray_kernels
 
 from conftest import ROOT
 from grader import export, feedback, grade, report, sandbox
 from tools import course
 
+pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
+
 A = grader_cases.A
-# Ample for the lesson's cells (imports, the slowest, take ~1.5 s) and for a fork
-# bomb to fail on the process limit on a loaded machine; short for loops.
-CELL_TIMEOUT = 6
-
-
-class Listener:
-    """A local TCP server that records whether anything reached it."""
-
-    def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen()
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.received = []
-        self.stop = False
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self):
-        while not self.stop:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            self.received.append(conn.recv(100))
-            conn.close()
-
-    def close(self):
-        self.stop = True
-        self.thread.join()
-        self.sock.close()
-
-
-def lingering(marker="4242"):
-    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if line.strip() == f"sleep {marker}"]
-
-
-def stray_kernels() -> list[int]:
-    """Sandboxed kernels left behind: orphans, or still below this process once its grading is
-    over. (Kernels of other tests grading at the same time run below their own grader.)"""
-    import psutil
-
-    me = psutil.Process()
-    found = []
-    for process in psutil.process_iter(["cmdline", "ppid"]):
-        try:
-            if any("grader-kernel-" in part for part in process.info["cmdline"] or []) and (
-                process.info["ppid"] == 1 or me in process.parents()
-            ):
-                found.append(process.pid)
-        except psutil.Error:
-            continue
-    return found
 
 
 def grade_folder(tmp, folder, jobs, **kw):

@@ -5,13 +5,18 @@ import csv
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 from grader import sandbox
 from tools import course
 
+pytestmark = pytest.mark.integration
+
 A = "01_blocks"
 
 
+@pytest.mark.unit
 def test_grading_stops_with_install_advice_when_the_sandbox_is_missing(tmp_path, monkeypatch):
     from grader.__main__ import main
 
@@ -43,6 +48,7 @@ def test_command_line_grades_a_folder_and_warns_once_without_sandbox(tmp_path, c
     ]
 
 
+@pytest.mark.unit
 def test_sandbox_makes_every_folder_on_the_way_to_the_environment_reachable(monkeypatch):
     # A clone under /tmp (as CI makes) puts the venv below the sandbox's private
     # /tmp; folders bwrap made on its own would be 0700 and hide Python.
@@ -61,6 +67,7 @@ def test_sandbox_makes_every_folder_on_the_way_to_the_environment_reachable(monk
     assert ["--ro-bind", "/tmp/clone/.venv", "/tmp/clone/.venv"] in binds, "the venv is bound read-only"
 
 
+@pytest.mark.unit
 def test_sandbox_command_line_clears_the_environment_and_sets_only_the_allowlist(monkeypatch):
     monkeypatch.setenv("GRADER_TEST_TOKEN", "planted")
     monkeypatch.setenv("LC_ALL", "C.UTF-8")
@@ -118,6 +125,7 @@ def test_root_grades_the_course_there_with_its_own_config_and_leaves_tracked_fil
     assert status == "", f"grading rewrote tracked files:\n{status}"
 
 
+@pytest.mark.unit
 def test_the_grader_imports_nothing_from_the_maintainers_tools():
     import ast
 
@@ -184,6 +192,7 @@ def _undeclared(imports: dict[str, str], declared: set[str]) -> list[str]:
     return missing
 
 
+@pytest.mark.unit
 def test_every_package_the_grader_imports_is_a_dependency_of_its_package():
     """Names only: that each of pyproject.toml's version ranges starts at requirements.txt's
     pin is tests/test_docs.py's check."""
@@ -198,6 +207,7 @@ def test_every_package_the_grader_imports_is_a_dependency_of_its_package():
     assert _undeclared(imports, ours) == []
 
 
+@pytest.mark.unit
 def test_every_package_the_repository_imports_is_pinned_in_requirements():
     sources = [
         *ROOT.glob("*.py"),
@@ -268,6 +278,7 @@ def test_the_installed_package_grades_a_course_outside_the_repository(tmp_path):
     assert [(r["student_id"], r["status"]) for r in rows] == [("lost", "invalid")]
 
 
+@pytest.mark.unit
 def test_worker_resources_are_checked_before_anything_is_graded(tmp_path, capsys):
     from grader.__main__ import main
 

@@ -9,11 +9,13 @@ import nbformat
 import pytest
 import submissions
 from grader_cases import nbgrader
-from test_grader import Listener, lingering, stray_kernels
+from grading_checks import Listener, lingering, stray_kernels
 
 from conftest import ROOT
 from grader import collect, grade, sandbox
 from tools import course
+
+pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
 
 A = grader_cases.A
 COURSE = "pytorch-building-blocks"

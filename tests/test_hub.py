@@ -21,7 +21,6 @@ import csv
 import os
 import pwd
 import re
-import signal
 import subprocess
 import time
 import urllib.error
@@ -30,22 +29,26 @@ from pathlib import Path
 
 import browser_steps
 import grader_cases
+import hub_processes
 import psutil
 import pytest
 import submissions
+from browser_steps import assignments_panel, formgrader_action, lab_ready, menu, open_notebook, type_answers
+from hub_processes import START_TIMEOUT
 from labserver import free_port
-from test_browser import CHROMIUM, CHROMIUM_ARGS
-from test_grader_postgres import postgres_url  # noqa: F401 (a fixture: a throwaway PostgreSQL server)
 
 from conftest import ROOT
+
+pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.sandbox]
 
 A = "01_blocks"
 COURSE = "pytorch-building-blocks"
 SHOTS = ROOT / "screenshots" / "hub"
 GRADER, INSTRUCTOR, GOOD, BAD = "hubt-grader", "hubt-ines", "hubt-ana", "hubt-ben"
 PASSWORDS = {INSTRUCTOR: "ines-pw-4k2", GOOD: "ana-pw-9x1", BAD: "ben-pw-7q3"}
-START_TIMEOUT = 180
+ACCOUNTS = (GRADER, INSTRUCTOR, GOOD, BAD)
 
+browser_steps.skip_without_chromium()
 if os.geteuid() != 0:
     pytest.fail("the hub test creates Linux accounts: run make test as root (CI does)", pytrace=False)
 
@@ -60,39 +63,10 @@ def get(url: str) -> tuple[int, str]:
         return 0, ""
 
 
-def remove_accounts() -> None:
-    for name in (GRADER, INSTRUCTOR, GOOD, BAD):
-        try:
-            pwd.getpwnam(name)
-        except KeyError:
-            continue
-        subprocess.run(["userdel", "--remove", name], capture_output=True)
-
-
-def started_by(server: subprocess.Popen) -> list[psutil.Process]:
-    """`make hub` and everything below it (servers start new sessions, but stay its descendants)."""
-    try:
-        top = psutil.Process(server.pid)
-        return [top, *top.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return []
-
-
-def alive(processes: list[psutil.Process]) -> list[str]:
-    left = []
-    for process in processes:
-        try:
-            if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
-                left.append(f"{process.pid} {process.username()} {' '.join(process.cmdline())[:120]}")
-        except psutil.NoSuchProcess:
-            pass
-    return left
-
-
 @pytest.fixture(scope="module")
-def hub(tmp_path_factory, postgres_url):  # noqa: F811
+def hub(tmp_path_factory, postgres_url):
     """`make hub` on a free port, with this test's roster, state folder and gradebook."""
-    remove_accounts()
+    hub_processes.remove_accounts(ACCOUNTS)
     folder = tmp_path_factory.mktemp("hub")
     roster = folder / "roster.csv"
     with open(roster, "w", newline="") as out:
@@ -109,14 +83,7 @@ def hub(tmp_path_factory, postgres_url):  # noqa: F811
     port = free_port()
     env = dict(os.environ, HUB_ROSTER=str(roster), HUB_STATE=str(state), HUB_DB_URL=postgres_url, HUB_ASSIGNMENTS=A)
     log = open(folder / "hub.log", "w+")
-    server = subprocess.Popen(
-        ["make", "--no-print-directory", "hub", f"HUB_PORT={port}"],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    server = hub_processes.make_hub(port, env, log)
     processes: list[psutil.Process] = []
     try:
         deadline = time.monotonic() + START_TIMEOUT
@@ -127,19 +94,8 @@ def hub(tmp_path_factory, postgres_url):  # noqa: F811
             time.sleep(0.5)
         yield {"port": port, "state": state, "log": log, "db_url": postgres_url, "processes": processes}
     finally:
-        processes += started_by(server)
-        os.killpg(server.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 60
-        while alive(processes) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        left = alive(processes)
-        for process in processes:  # whatever is left must not outlive the test
-            try:
-                process.kill()
-            except psutil.NoSuchProcess:
-                pass
-        server.wait(timeout=30)
-        remove_accounts()
+        left = hub_processes.stop_hub(server, processes)
+        hub_processes.remove_accounts(ACCOUNTS)
         subprocess.run(["rm", "-rf", str(state)])
         log.seek(0)
         assert not left, "processes the hub started outlived it:\n" + "\n".join(left) + "\n" + log.read()[-3000:]
@@ -153,7 +109,9 @@ class Browser:
     """One browser; each person gets a context of their own (their own cookies)."""
 
     def __init__(self, playwright, port: int):
-        self.browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        self.browser = playwright.chromium.launch(
+            executable_path=browser_steps.CHROMIUM, args=browser_steps.CHROMIUM_ARGS
+        )
         self.base = f"http://localhost:{port}"
         self.port = port
         self.pages = []
@@ -174,56 +132,6 @@ class Browser:
         page.fill("#password_input", PASSWORDS[user])
         page.click("#login_submit")
         return page
-
-
-def menu(page, top: str, command: str) -> None:
-    page.locator(".lm-MenuBar-item", has_text=top).first.click()
-    page.locator(f'.lm-Menu-item[data-command="{command}"]').first.click()
-
-
-def lab_ready(page) -> None:
-    page.locator(".lm-MenuBar-item", has_text="Nbgrader").first.wait_for(timeout=START_TIMEOUT * 1000)
-
-
-def formgrader_action(frame, row_name: str, column: str) -> None:
-    """Click a Formgrader action in the row of `row_name` and wait for its outcome dialog."""
-    frame.locator("tr", has=frame.locator("td", has_text=row_name)).locator(f"td.{column} a").first.click()
-    dialog = frame.locator("#success-modal, #error-modal")
-    dialog.wait_for(timeout=240_000)
-    text = dialog.inner_text()
-    assert dialog.get_attribute("id") == "success-modal", f"Formgrader {column} of {row_name} failed:\n{text[-3000:]}"
-    dialog.locator(".modal-footer button").click()
-    dialog.wait_for(state="detached")
-
-
-def assignments_panel(page):
-    menu(page, "Nbgrader", "nbgrader:open-assignment-list")
-    return page.locator("#nbgrader-assignment-list, .nbgrader-AssignmentList").first
-
-
-def type_answers(page, notebook, replace: dict[str, str]) -> None:
-    """Write the model answers (code and written) into the answer cells, with `replace` swapping some."""
-    answered = submissions.answered(A, replace)
-    for index, cell in enumerate(answered.cells):
-        if not cell.metadata.get("nbgrader", {}).get("solution"):
-            continue
-        if cell.cell_type == "markdown":  # a written answer: open its editor first
-            notebook.locator(".jp-Cell").nth(index).locator(".jp-MarkdownOutput").dblclick()
-        editor = notebook.locator(".jp-Cell").nth(index).locator(".cm-content")
-        editor.click()
-        page.keyboard.press("Control+a")
-        page.keyboard.insert_text(cell.source)
-    # No save here: Validate saves the notebook first (a second save racing it
-    # would make JupyterLab ask whether the file changed on disk).
-
-
-def open_notebook(page, user: str, port: int):
-    """The fetched exercise, open in the student's JupyterLab with its kernel ready."""
-    page.goto(f"http://{user}.localhost:{port}/user/{user}/lab/tree/{COURSE}/{A}/{A}.ipynb")
-    notebook = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
-    notebook.locator(".jp-Cell", has_text="YOUR CODE HERE").first.wait_for()
-    page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').first.wait_for()
-    return notebook
 
 
 PROBE = """import os

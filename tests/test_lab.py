@@ -3,9 +3,12 @@ the server is started exactly as README says and asked over HTTP."""
 
 import json
 
-from labserver import get, lab  # noqa: F401 (lab is a fixture)
+import pytest
+from labserver import get
 
 from conftest import ASSIGNMENTS
+
+pytestmark = pytest.mark.integration
 
 
 def test_lab_serves_the_repository(lab):

@@ -12,185 +12,31 @@ project's own platform (tests/lti_platform.py, its own process and key), driven 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import pwd
 import re
-import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from html.parser import HTMLParser
-from pathlib import Path
 
-import psutil
 import pytest
 import requests
-from labserver import free_port
+from hub_processes import CLIENT_ID, PY, expected_name, lti_class
+from lti_platform import INSTRUCTOR, LEARNER, TEACHING_ASSISTANT, person
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.integration
+
 A = "01_blocks"
 COURSE = "pytorch-building-blocks"
-PY = sys.executable
-CLIENT_ID, DEPLOYMENT = "hub-tool-7", "deployment-42"
-LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
-INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
-TEACHING_ASSISTANT = "http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#TeachingAssistant"
-START_TIMEOUT = 180
 
 if os.geteuid() != 0:
     pytest.fail(
         "the LTI tests start `make hub`, which creates Linux accounts: run them as root (CI does)", pytrace=False
     )
-
-
-def person(sub: str, name: str, roles: list[str]) -> dict:
-    first, last = name.split()
-    return {
-        "sub": sub,
-        "name": name,
-        "given_name": first,
-        "family_name": last,
-        "email": f"{first.lower()}@example.org",
-        "roles": roles,
-    }
-
-
-def expected_name(sub: str) -> str:
-    """The documented mapping (docs/lti.md): lti-<sub> for a numeric id, else lti-x + 16 hex of its SHA-256."""
-    return f"lti-{sub}" if sub.isdigit() else "lti-x" + hashlib.sha256(sub.encode()).hexdigest()[:16]
-
-
-# -- a class on an LTI hub (also used by test_lti_browser.py) ----------------------------------
-# (test_hub.py has the same two process helpers; it imports the browser test's settings,
-# which skip a module where chromium is missing, and this module needs no browser.)
-
-
-def started_by(server: subprocess.Popen) -> list[psutil.Process]:
-    """`make hub` and everything below it."""
-    try:
-        top = psutil.Process(server.pid)
-        return [top, *top.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return []
-
-
-def alive(processes: list[psutil.Process]) -> list[str]:
-    left = []
-    for process in processes:
-        try:
-            if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
-                left.append(f"{process.pid} {process.username()} {' '.join(process.cmdline())[:120]}")
-        except psutil.NoSuchProcess:
-            pass
-    return left
-
-
-def remove_accounts(names) -> None:
-    for name in names:
-        try:
-            pwd.getpwnam(name)
-        except KeyError:
-            continue
-        subprocess.run(["userdel", "--remove", name], capture_output=True)
-
-
-def lti_class(folder: Path, users: list[dict], grader: str, assignments: str = A):
-    """The platform and `make hub` with its LTI configuration; yields their addresses. A generator
-    for a fixture: everything it started is stopped and every account it made removed afterwards."""
-    names = [grader] + [expected_name(u["sub"]) for u in users]
-    remove_accounts(names)
-    hub_port = free_port()
-    tool = f"http://localhost:{hub_port}/hub"
-    config = {
-        "client_id": CLIENT_ID,
-        "deployment_id": DEPLOYMENT,
-        "tool": {
-            "login_url": f"{tool}/lti13/oauth_login",
-            "redirect_uris": [f"{tool}/lti13/oauth_callback"],
-            "jwks_url": f"{tool}/lti13/jwks",
-            "target_link_uri": tool,
-        },
-        "context": {"id": "course-101", "label": "PTB", "title": "PyTorch building blocks"},
-        "users": users,
-    }
-    (folder / "platform.json").write_text(json.dumps(config))
-    platform_log = open(folder / "platform.log", "w+")
-    platform = subprocess.Popen(
-        [PY, str(ROOT / "tests" / "lti_platform.py"), str(folder / "platform.json")],
-        stdout=subprocess.PIPE,
-        stderr=platform_log,
-        text=True,
-    )
-    lms = json.loads(platform.stdout.readline() or "{}")
-    assert lms, "the LTI platform did not start: " + (folder / "platform.log").read_text()
-    roster = folder / "roster.csv"
-    roster.write_text(f"username,role,password\n{grader},grader,\n")
-    state = Path("/tmp") / f"lti-hub-{os.getpid()}-{hub_port}"  # students reach its exchange
-    env = dict(
-        os.environ,
-        HUB_ROSTER=str(roster),
-        HUB_STATE=str(state),
-        HUB_ASSIGNMENTS=assignments,
-        HUB_LTI_ISSUER=lms["issuer"],
-        HUB_LTI_CLIENT_ID=CLIENT_ID,
-        HUB_LTI_DEPLOYMENT_ID=DEPLOYMENT,
-        HUB_LTI_LOGIN_URL=lms["login_url"],
-        HUB_LTI_JWKS_URL=lms["jwks_url"],
-        HUB_LTI_TOKEN_URL=lms["token_url"],
-    )
-    log = open(folder / "hub.log", "w+")
-    server = subprocess.Popen(
-        ["make", "--no-print-directory", "hub", f"HUB_PORT={hub_port}"],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    processes = []
-    try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            try:
-                if requests.get(f"http://127.0.0.1:{hub_port}/hub/api/", timeout=5).status_code == 200:
-                    break
-            except requests.ConnectionError:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                log.seek(0)
-                pytest.fail(f"make hub did not start:\n{log.read()[-5000:]}")
-            time.sleep(0.5)
-        yield {
-            "hub": f"http://localhost:{hub_port}",
-            "port": hub_port,
-            "lms": lms,
-            "state": state,
-            "log": log,
-            "users": {u["sub"]: u for u in users},
-            "platform_url": lms["url"],
-        }
-    finally:
-        processes += started_by(server)
-        os.killpg(server.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 60
-        while alive(processes) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        left = alive(processes)
-        for process in processes:
-            try:
-                process.kill()
-            except Exception:
-                pass
-        server.wait(timeout=30)
-        platform.terminate()
-        platform.wait(timeout=10)
-        remove_accounts(names)
-        subprocess.run(["rm", "-rf", str(state)])
-        assert not left, "processes the hub started outlived it:\n" + "\n".join(left)
 
 
 # -- the launch over HTTP ----------------------------------------------------------------------

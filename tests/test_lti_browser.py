@@ -13,22 +13,32 @@ page. Screenshots of each step go to screenshots/lti/ (git-ignored).
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 
+import browser_steps
 import pytest
 import submissions
-from test_browser import CHROMIUM, CHROMIUM_ARGS
-from test_hub import assignments_panel, formgrader_action, lab_ready, menu, open_notebook, type_answers
-from test_lti import INSTRUCTOR, LEARNER, PY, expected_name, lti_class, person
+from browser_steps import assignments_panel, formgrader_action, lab_ready, menu, open_notebook, type_answers
+from hub_processes import PY, START_TIMEOUT, expected_name, lti_class
+from lti_platform import INSTRUCTOR, LEARNER, person
 
 from conftest import ROOT
+
+pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.sandbox]
 
 A = "01_blocks"
 COURSE = "pytorch-building-blocks"
 SHOTS = ROOT / "screenshots" / "lti"
 STUDENT, TEACHER = "5001", "9c2d7e10-teacher"
-START_TIMEOUT = 180
+
+# Skipped where chromium is absent; root only, as the hub it starts makes Linux accounts.
+browser_steps.skip_without_chromium()
+if os.geteuid() != 0:
+    pytest.fail(
+        "the LTI browser test starts `make hub`, which creates Linux accounts: run it as root (CI does)", pytrace=False
+    )
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +85,7 @@ def test_a_class_launched_from_the_lms_gets_its_grades_back(cls):
     port, student = cls["port"], expected_name(STUDENT)
     service_lab = f"http://{COURSE}--service.localhost:{port}/services/{COURSE}/lab"
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(executable_path=browser_steps.CHROMIUM, args=browser_steps.CHROMIUM_ARGS)
         pages = []
         try:
             # The instructor: from the LMS into the hub, then Formgrader releases the exercise.

@@ -1,10 +1,12 @@
-"""The nbgrader path (see test_nbgrader_path.py) on the cases that wait on a limit:
-loops stopped at a time limit, an ignored interrupt, memory, process and output
-limits, kernels that die. One `nbgrader autograde` run of its own, so that
+"""The nbgrader path (see test_nbgrader_path.py; the run and its checks: nbgrader_path_cases.py)
+on the cases that wait on a limit: loops stopped at a time limit, an ignored interrupt, memory,
+process and output limits, kernels that die. One `nbgrader autograde` run of its own, so that
 pytest-xdist grades it beside the other half."""
 
 import pytest
-from test_nbgrader_path import LIMIT_KINDS, autograde_cases, check_nothing_dropped, check_rows
+from nbgrader_path_cases import LIMIT_KINDS, autograde_cases, check_nothing_dropped, check_rows
+
+pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,8 @@ import pytest
 
 from tools import notebooks, rules
 
+pytestmark = pytest.mark.unit
+
 
 def test_every_rule_holds_for_the_course():
     rules.check()

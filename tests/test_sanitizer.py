@@ -11,6 +11,8 @@ from nbval.plugin import get_sanitize_patterns
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.unit
+
 PATTERNS = get_sanitize_patterns((ROOT / "tests" / "sanitize.cfg").read_text())
 
 

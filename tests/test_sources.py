@@ -11,6 +11,8 @@ import pytest
 from conftest import ROOT
 from tools import notebooks
 
+pytestmark = pytest.mark.unit
+
 STORED = sorted(
     str(p.relative_to(ROOT))
     for p in [*ROOT.glob("course/*.ipynb"), *ROOT.glob("solutions/*/*.ipynb"), *ROOT.glob("exercises/*/*.ipynb")]

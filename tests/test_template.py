@@ -22,16 +22,16 @@ import labserver
 import nbformat
 import psutil
 import pytest
+import sandboxed_kernels
 import submissions
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.provisioning import KernelProvisionerFactory
-from labserver import lab  # noqa: F401 (a fixture: make lab, as a student runs it)
-from traitlets.config import Config
 
 from conftest import ROOT
 from grader import grade, sandbox, template
-from grader.sandbox import SandboxedKernelManager
 from tools import course
+
+pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
 
 A = grader_cases.A
 FULL = grader_cases.FULL
@@ -146,6 +146,7 @@ def graded(tmp_path_factory):
     return {"forked": forked, "normal": normal, "forked_root": forked_root, "normal_root": normal_root, "after": after}
 
 
+@pytest.mark.unit
 def test_only_the_graders_kernel_spec_names_the_template_provisioner():
     """Students' JupyterLab, the hub's servers and nbval start plain ipykernel (python3)."""
     plain = KernelSpecManager().get_kernel_spec("python3")
@@ -237,46 +238,25 @@ def test_a_forked_kernel_sees_exactly_the_sandbox_a_normal_one_sees(graded):
 
 
 # -- the template's own life -------------------------------------------------------------------------------
-async def _kernel(scratch):
-    config = Config()
-    config.SandboxedKernelManager.scratch = scratch
-    config.SandboxedKernelManager.uid = sandbox.FIRST_UID
-    km = SandboxedKernelManager(kernel_name=template.GRADER_KERNEL, config=config)
-    await km.start_kernel()
-    kc = km.client()
-    kc.start_channels()
-    await kc.wait_for_ready(timeout=60)
-    return km, kc
-
-
-async def _run(kc, code):
-    out = []
-    await kc.execute_interactive(code, timeout=30, output_hook=lambda m: out.append(m["content"].get("text", "")))
-    return "".join(out)
-
-
-async def _stop(km, kc):
-    kc.stop_channels()
-    await km.shutdown_kernel(now=True)
-
-
 def test_a_dead_template_costs_no_running_kernel_and_is_started_again(caplog):
     shared = template.template()
 
     async def scenario():
         with tempfile.TemporaryDirectory() as one, tempfile.TemporaryDirectory() as two:
-            km, kc = await _kernel(one)
+            km, kc = await sandboxed_kernels.start(one)
             assert isinstance(km.provisioner.process, template.ForkedKernel)
             starts = shared.starts
             shared.process.kill()
             shared.process.wait()
-            assert (await _run(kc, "print(6 * 7)")).strip() == "42", "a running kernel outlives its template"
-            km2, kc2 = await _kernel(two)
+            assert (await sandboxed_kernels.run(kc, "print(6 * 7)")).strip() == "42", (
+                "a running kernel outlives its template"
+            )
+            km2, kc2 = await sandboxed_kernels.start(two)
             assert isinstance(km2.provisioner.process, template.ForkedKernel)
             assert shared.starts == starts + 1
-            assert (await _run(kc2, "print(6 * 7)")).strip() == "42"
-            await _stop(km, kc)
-            await _stop(km2, kc2)
+            assert (await sandboxed_kernels.run(kc2, "print(6 * 7)")).strip() == "42"
+            await sandboxed_kernels.stop(km, kc)
+            await sandboxed_kernels.stop(km2, kc2)
 
     with caplog.at_level(logging.WARNING):
         asyncio.run(scenario())
@@ -292,10 +272,10 @@ def test_without_a_template_kernels_start_normally_with_a_note(monkeypatch, capl
 
     async def scenario():
         with tempfile.TemporaryDirectory() as scratch:
-            km, kc = await _kernel(scratch)
+            km, kc = await sandboxed_kernels.start(scratch)
             assert isinstance(km.provisioner.process, subprocess.Popen), "the normal start, in bwrap"
-            assert (await _run(kc, "import os; print(os.getuid())")).strip() == str(sandbox.FIRST_UID)
-            await _stop(km, kc)
+            assert (await sandboxed_kernels.run(kc, "import os; print(os.getuid())")).strip() == str(sandbox.FIRST_UID)
+            await sandboxed_kernels.stop(km, kc)
 
     with caplog.at_level(logging.WARNING):
         asyncio.run(scenario())
@@ -309,8 +289,8 @@ def test_a_kernel_exits_with_its_client():
     code = (
         "import asyncio, os, sys, tempfile\n"
         "sys.path.insert(0, 'tests')\n"
-        "from test_template import _kernel\n"
-        "km, kc = asyncio.run(_kernel(tempfile.mkdtemp()))\n"
+        "from sandboxed_kernels import start\n"
+        "km, kc = asyncio.run(start(tempfile.mkdtemp()))\n"
         "print(km.provisioner.process.init, flush=True)\n"
         "os._exit(0)\n"
     )

@@ -9,6 +9,8 @@ import pytest
 
 from grader import collect, restore
 
+pytestmark = pytest.mark.unit
+
 
 def _locked(source, grade_id, **extra):
     meta = {"schema_version": 3, "grade_id": grade_id, "locked": True, "solution": False, "grade": False, **extra}

@@ -1,0 +1,64 @@
+"""What the grading tests check around a graded class: a local listener that records whether
+student code reached the network, the processes a hostile submission leaves behind, and the
+kernels a grader failed to stop. Shared by test_grader.py, test_handin.py and the nbgrader
+path (nbgrader_path_cases.py)."""
+
+import socket
+import subprocess
+import threading
+
+# Ample for the lesson's cells (imports, the slowest, take ~1.5 s) and for a fork
+# bomb to fail on the process limit on a loaded machine; short for loops.
+CELL_TIMEOUT = 6
+
+
+class Listener:
+    """A local TCP server that records whether anything reached it."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.received = []
+        self.stop = False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.received.append(conn.recv(100))
+            conn.close()
+
+    def close(self):
+        self.stop = True
+        self.thread.join()
+        self.sock.close()
+
+
+def lingering(marker="4242"):
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if line.strip() == f"sleep {marker}"]
+
+
+def stray_kernels() -> list[int]:
+    """Sandboxed kernels left behind: orphans, or still below this process once its grading is
+    over. (Kernels of other tests grading at the same time run below their own grader.)"""
+    import psutil
+
+    me = psutil.Process()
+    found = []
+    for process in psutil.process_iter(["cmdline", "ppid"]):
+        try:
+            if any("grader-kernel-" in part for part in process.info["cmdline"] or []) and (
+                process.info["ppid"] == 1 or me in process.parents()
+            ):
+                found.append(process.pid)
+        except psutil.Error:
+            continue
+    return found
