@@ -6,7 +6,9 @@ instructor's Formgrader (in their own JupyterLab, on a scratch copy of the
 course with the course's nbgrader_config.py) releases, collects, autogrades
 (the course's sandboxed engine, run inside the Jupyter server), generates and
 releases feedback; the student fetches the feedback. A second student's file
-is empty: Formgrader grades it 0 and shows why.
+is empty: Formgrader grades it 0 and shows why. A third student's blank notebook
+carries a line that forges every test's pass on plain nbgrader: Formgrader scores
+its answers (0) and shows the flag.
 
 Two servers, as on two machines, share one exchange folder. Screenshots of
 each step go to `screenshots/handin_*.png` (git-ignored).
@@ -17,6 +19,7 @@ import time
 from pathlib import Path
 
 import browser_steps
+import cheats
 import grader_cases
 import labserver
 import nbformat
@@ -212,36 +215,51 @@ def test_2_student_fetches_writes_validates_and_submits(people):
 
 
 def test_3_instructor_collects_and_autogrades_in_formgrader(people):
-    # Another student handed in an empty file (a failed upload, say).
-    zoe = people["tmp"] / "zoe"
-    (zoe / COURSE / A).mkdir(parents=True)
-    (zoe / COURSE / A / f"{A}.ipynb").write_bytes(b"")
-    grader_cases.nbgrader(
-        zoe,
-        "submit",
-        A,
-        f"--course={COURSE}",
-        "--student=zoe",
-        f"--Exchange.root={people['exchange']}",
-        "--Exchange.path_includes_course=True",
-        f"--Exchange.cache={zoe / '.cache'}",
-    )
+    # Another student handed in an empty file (a failed upload, say); a third, a blank notebook
+    # with one line that would make every test pass on plain nbgrader (tests/cheats.py).
+    forger = next(c for c in cheats.CHEATS if c.name == "input_transformers_cleanup")
+    for student, content in (("zoe", b""), ("eve", nbformat.writes(cheats.notebook(forger)).encode())):
+        home = people["tmp"] / student
+        (home / COURSE / A).mkdir(parents=True)
+        (home / COURSE / A / f"{A}.ipynb").write_bytes(content)
+        grader_cases.nbgrader(
+            home,
+            "submit",
+            A,
+            f"--course={COURSE}",
+            f"--student={student}",
+            f"--Exchange.root={people['exchange']}",
+            "--Exchange.path_includes_course=True",
+            f"--Exchange.cache={home / '.cache'}",
+        )
 
     page = formgrader(people["teacher"])
     assignment_row(page).locator(".collect a").click()
     confirm(page, "Successfully collected")
     shot(page, "06_instructor_collected")
     page = formgrader(page, f"manage_submissions/{A}")
-    for student in ("ana", "zoe"):
+    for student in ("ana", "zoe", "eve"):
         row = page.locator("tr", has_text=student).first
         row.locator(".autograde a").click()
         confirm(page, f"Successfully autograded '{A}' for student '{student}'")
     page = formgrader(page, f"manage_submissions/{A}")
-    rows = {s: page.locator("tr", has_text=s).first for s in ("ana", "zoe")}
+    rows = {s: page.locator("tr", has_text=s).first for s in ("ana", "zoe", "eve")}
     rows["ana"].locator(".score", has_text=f"{grader_cases.FULL}").wait_for()
     shot(page, "07_instructor_autograded")
     assert rows["ana"].locator(".score").inner_text().strip().startswith(f"{grader_cases.FULL} /")
     assert rows["zoe"].locator(".score").inner_text().strip().startswith("0 /")
+    # The forged notebook is scored by its (blank) answers, on the grader's own path.
+    assert rows["eve"].locator(".score").inner_text().strip().startswith("0 /")
+
+    # Formgrader's view of eve's submission names the attempt.
+    rows["eve"].locator(".student-name a").click()
+    page.locator("td a", has_text=A).first.click()
+    page.locator("text=Notes from the grader").first.wait_for()
+    shot(page, "08_instructor_sees_the_flag")
+    body = page.locator("body").inner_text()
+    assert "Flagged for the instructor" in body and "input_transformers_cleanup" in body, body[:3000]
+    page = formgrader(page, f"manage_submissions/{A}")
+    rows = {s: page.locator("tr", has_text=s).first for s in ("ana", "zoe")}
 
     # Formgrader's view of zoe's submission says why it scored nothing.
     rows["zoe"].locator(".student-name a").click()
