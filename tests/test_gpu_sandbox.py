@@ -1,12 +1,17 @@
-"""GPU grading: a sandboxed kernel sees exactly its worker's GPUs. Run here on fake device
-nodes (this machine has no GPU) through the sandbox's own spec and bwrap command line; on
-a machine with a GPU, `make test` also grades lesson 7 there (docs/grade-integrity.md)."""
+"""GPU grading: a sandboxed kernel sees exactly its worker's GPUs. Checked on fake device
+nodes through the sandbox's own spec and bwrap command line (no GPU needed), and by grading
+lesson 7 for real: on the CPU in `make test`'s first pass (CUDA hidden), and on CUDA in its
+second pass where the machine has a GPU (the Makefile runs this module again there)."""
 
 from __future__ import annotations
 
+import nbformat
 import pytest
+import submissions
+import torch
 
-from grader import sandbox, template
+from grader import grade, sandbox, template
+from tools import course
 
 pytestmark = [pytest.mark.gpu, pytest.mark.unit]
 
@@ -58,3 +63,24 @@ def test_without_a_gpu_nothing_changes(tmp_path, monkeypatch):
     monkeypatch.setattr(sandbox, "DEVICE_FOLDER", str(tmp_path))
     assert sandbox.gpu_devices() == []
     assert not [s for s in sandbox.layout("/tmp/a", "/tmp/b") if s[0] == "dev-bind"]
+
+
+@pytest.mark.integration
+@pytest.mark.sandbox
+def test_lesson_7_grades_full_in_the_sandbox_on_the_device_this_machine_has(tmp_path):
+    """A real grading run of lesson 7's model answers in the sandbox: full marks, on CUDA where the
+    grader sees a GPU (`make test`'s CUDA pass), on the CPU otherwise; never skipped."""
+    lesson = "07_gpus"
+    notebook = submissions.answered(lesson)
+    notebook.cells.append(nbformat.v4.new_code_cell('print("GRADED ON", try_gpu().type)'))
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    nbformat.write(notebook, folder / "ana.ipynb")
+    root = tmp_path / "course"
+    course.temporary_course(root, [lesson])
+    [row] = grade.run(grade.Options(lesson, folder, jobs=1, root=root, cell_timeout=120))
+    assert (row.status, row.score) == ("graded", submissions.full_score(lesson)), row.detail
+    graded = nbformat.read(root / "autograded" / row.grader_id / lesson / f"{lesson}.ipynb", as_version=4)
+    printed = "".join(o.get("text", "") for c in graded.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert f"GRADED ON {expected}" in printed, printed[-2000:]
