@@ -120,7 +120,8 @@ for i in range(3):
 # Not every string is a valid name. Dots separate the levels of a qualified
 # name such as `layer0.weight`, so a name cannot contain one; it cannot be
 # empty; and it cannot be an attribute the block already has (`forward`,
-# `training`). Each of these raises `KeyError`. Spaces and digits are fine.
+# `training`). Each of these raises `KeyError`. Spaces and digits are fine, and
+# so is the name of an existing child: the new module silently replaces it.
 
 # %%
 for name in ["layer.3", "", "forward", "training"]:
@@ -128,6 +129,8 @@ for name in ["layer.3", "", "forward", "training"]:
         block.add_module(name, nn.Linear(4, 4))
     except KeyError as error:
         print(f"{name!r:10} KeyError: {error.args[0]}")
+block.add_module("layer0", nn.Linear(4, 2))  # an existing child's name
+print("'layer0' replaced:", block.layer0)
 
 # %% [markdown]
 # ## A sequential container from scratch

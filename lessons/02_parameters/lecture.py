@@ -318,9 +318,9 @@ print(rgnet[0][0][0].weight.grad is None, rgnet[1].weight.grad is not None)
 # weight decay, no momentum. A parameter frozen before it ever had a gradient
 # keeps `.grad` at `None`, so for the update itself it makes no difference
 # whether the optimizer holds it. It is *not* true that an optimizer given
-# every parameter keeps state for the frozen ones: SGD, Adam and most others
-# create a parameter's state at its first step with a gradient. What does
-# differ:
+# every parameter keeps state for the frozen ones: plain SGD (no momentum)
+# keeps no state at all, and SGD with momentum, Adam and most others create a
+# parameter's state at its first step with a gradient. What does differ:
 #
 # - Adagrad is the exception: it allocates its running sum for every parameter
 #   it holds as soon as it is built, frozen ones included;
