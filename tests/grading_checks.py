@@ -1,11 +1,14 @@
 """What the grading tests check around a graded class: a local listener that records whether
 student code reached the network, the processes a hostile submission leaves behind, and the
-kernels a grader failed to stop. Shared by test_grader.py, test_handin.py and the nbgrader
+kernels a grader failed to stop, and a course whose interpreter is gone. Shared by test_grader.py, test_handin.py and the nbgrader
 path (nbgrader_path_cases.py)."""
 
+import json
 import socket
 import subprocess
 import threading
+
+from grader.template import GRADER_KERNEL
 
 # Ample for the lesson's cells (imports, the slowest, take ~1.5 s) and for a fork
 # bomb to fail on the process limit on a loaded machine; short for loops.
@@ -62,3 +65,24 @@ def stray_kernels() -> list[int]:
         except psutil.Error:
             continue
     return found
+
+
+def broken_kernel_spec(tmp_path):
+    """A Jupyter data folder whose python3 kernel runs an interpreter behind a broken symlink
+    (a course copy whose .venv points nowhere)."""
+    data = tmp_path / "jupyter-data"
+    (tmp_path / "venv").symlink_to(tmp_path / "gone")
+    interpreter = tmp_path / "venv" / "bin" / "python"
+    for name in ("python3", GRADER_KERNEL):
+        spec = data / "kernels" / name
+        spec.mkdir(parents=True)
+        spec.joinpath("kernel.json").write_text(
+            json.dumps(
+                {
+                    "argv": [str(interpreter), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                    "display_name": "Python 3",
+                    "language": "python",
+                }
+            )
+        )
+    return data, interpreter

@@ -9,45 +9,24 @@ cause in the feedback.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 
 import grader_cases
+import grading_checks
 import nbformat
 import pytest
 from submissions import answered, points
 
 from grader import course as grader_course
-from grader import export, feedback, grade, template
+from grader import export, feedback, grade
 from tools import course
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
 
 A = grader_cases.A
 FULL = grader_cases.FULL
-
-
-def broken_kernel_spec(tmp_path):
-    """A Jupyter data folder whose python3 kernel runs an interpreter behind a broken symlink
-    (a course copy whose .venv points nowhere)."""
-    data = tmp_path / "jupyter-data"
-    (tmp_path / "venv").symlink_to(tmp_path / "gone")
-    interpreter = tmp_path / "venv" / "bin" / "python"
-    for name in ("python3", template.GRADER_KERNEL):
-        spec = data / "kernels" / name
-        spec.mkdir(parents=True)
-        spec.joinpath("kernel.json").write_text(
-            json.dumps(
-                {
-                    "argv": [str(interpreter), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                    "display_name": "Python 3",
-                    "language": "python",
-                }
-            )
-        )
-    return data, interpreter
 
 
 def write_class(folder, names):
@@ -86,7 +65,7 @@ def test_a_missing_interpreter_is_not_graded_loudly_and_stops_early(tmp_path):
     course.temporary_course(root, [A])
     folder = tmp_path / "class"
     write_class(folder, [f"student{i}" for i in range(6)])
-    data, interpreter = broken_kernel_spec(tmp_path)
+    data, interpreter = grading_checks.broken_kernel_spec(tmp_path)
     env = grader_cases.cli_env(JUPYTER_PATH=str(data))
     done = grade_cli(root, folder, env)
     assert done.returncode == 1, done.stdout + done.stderr
@@ -129,7 +108,7 @@ def test_on_a_dask_cluster_the_graders_failure_is_not_graded_too(tmp_path, cause
     write_class(folder, ["ana", "ben"])
     env, extra, expected = grader_cases.cli_env(), ["--scheduler", "local"], "kernel did not start"
     if cause == "missing interpreter":
-        data, interpreter = broken_kernel_spec(tmp_path)
+        data, interpreter = grading_checks.broken_kernel_spec(tmp_path)
         env["JUPYTER_PATH"] = str(data)
         expected = f"kernel did not start (interpreter {interpreter} is missing)"
     else:
@@ -151,7 +130,7 @@ def test_nbgraders_own_autograde_fails_loudly_with_the_cause_and_keeps_no_score(
     target = root / "submitted" / "ana" / A
     target.mkdir(parents=True)
     nbformat.write(answered(A), target / f"{A}.ipynb")
-    data, interpreter = broken_kernel_spec(tmp_path)
+    data, interpreter = grading_checks.broken_kernel_spec(tmp_path)
     done = grader_cases.nbgrader(
         root, "autograde", A, "--student", "ana", env=grader_cases.cli_env(JUPYTER_PATH=str(data)), check=False
     )
