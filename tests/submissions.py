@@ -27,6 +27,14 @@ def points(assignment: str) -> dict[str, int]:
     }
 
 
+def answer_source(assignment: str, answer_id: str) -> str:
+    """The model answer of one answer cell, as `answered` writes it into the exercise."""
+    for cell in answered(assignment).cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == answer_id:
+            return cell.source
+    raise KeyError(f"{assignment} has no answer cell {answer_id}")
+
+
 def full_score(assignment: str) -> int:
     return sum(points(assignment).values())
 

@@ -28,6 +28,7 @@ import urllib.request
 from pathlib import Path
 
 import browser_steps
+import cheats
 import grader_cases
 import hub_processes
 import psutil
@@ -169,7 +170,12 @@ def the_class(browser, port: int, state: Path, expected: dict[str, int], max_sco
 
     # Students: log in (their servers start side by side), fetch, answer, validate, submit.
     students = {name: browser.login(name) for name in (GOOD, BAD)}
-    answers = {GOOD: {}, BAD: {wrong.answer_id: wrong.code}}
+    # The second student also forges: one line that makes every later cell, tests included, run
+    # empty. It fools nbgrader's own validator; the grader runs tests on its own path and flags it.
+    forger = next(c for c in cheats.CHEATS if c.name == "input_transformers_cleanup")
+    first = cheats.FIRST_ANSWER
+    first_code = wrong.code if wrong.answer_id == first else submissions.answer_source(A, first)
+    answers = {GOOD: {}, BAD: {wrong.answer_id: wrong.code, first: first_code + "\n" + forger.code}}
     for name, page in students.items():
         page.wait_for_url(f"**/user/{name}/lab**", timeout=START_TIMEOUT * 1000)
         lab_ready(page)
@@ -186,7 +192,7 @@ def the_class(browser, port: int, state: Path, expected: dict[str, int], max_sco
         message.wait_for(timeout=120_000)
         shot(page, f"04_{name}_validated")
         passed = "validation-failed" not in (message.get_attribute("class") or "")
-        assert passed == (name == GOOD), message.inner_text()[:2000]
+        assert passed, message.inner_text()[:2000]  # the forger's too: validation runs no trusted tests
         page.locator(".jp-Dialog .jp-mod-accept").click()
         panel = assignments_panel(page)
         panel.locator("#fetched_assignments_list button", has_text="Submit").first.click()
@@ -258,6 +264,7 @@ def the_class(browser, port: int, state: Path, expected: dict[str, int], max_sco
         assert score and (float(score[1]), float(score[2])) == (expected[name], submissions.full_score(A)), text[:2000]
         assert f"not graded yet ({float(max_score - submissions.full_score(A))} points)" in text, text[:2000]
         assert grader_cases.HIDDEN_MESSAGE not in text and "BEGIN HIDDEN TESTS" not in text
+        assert ("Flagged for the instructor" in text) == (name == BAD), text[:2000]
 
 
 def test_a_class_on_the_hub(hub):
