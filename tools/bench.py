@@ -37,6 +37,7 @@ from nbgrader.api import Gradebook
 from traitlets.config import Config
 
 from grader.sandbox import FIRST_UID, SandboxedKernelManager
+from grader.template import GRADER_KERNEL
 from tools import cells, course
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -143,7 +144,9 @@ async def _start_once(sandboxed: bool, code: str | None) -> tuple[float, float |
             config.SandboxedKernelManager.scratch = scratch
             config.SandboxedKernelManager.uid = FIRST_UID
             os.chmod(scratch, 0o700)
-        manager = (SandboxedKernelManager if sandboxed else AsyncKernelManager)(kernel_name="python3", config=config)
+        # The grader's own kernel spec: forked from the template unless the switch is off.
+        kind = SandboxedKernelManager if sandboxed else AsyncKernelManager
+        manager = kind(kernel_name=GRADER_KERNEL, config=config)
         began = time.perf_counter()
         await manager.start_kernel(cwd=scratch, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         client = manager.client()
