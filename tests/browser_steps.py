@@ -52,6 +52,17 @@ def lab_ready(page) -> None:
     page.locator(".lm-MenuBar-item", has_text="Nbgrader").first.wait_for(timeout=START_TIMEOUT * 1000)
 
 
+def open_formgrader(page, service_lab: str):
+    """Formgrader as an instructor opens it on the hub: the course service's JupyterLab, then
+    Nbgrader -> Formgrader; returns its frame once it lists the assignment."""
+    page.goto(service_lab)
+    lab_ready(page)
+    menu(page, "Nbgrader", "nbgrader:open-formgrader")
+    frame = page.frame_locator("iframe[src*='formgrader']")
+    frame.locator("td", has_text=A).first.wait_for()
+    return frame
+
+
 def formgrader_action(frame, row_name: str, column: str) -> None:
     """Click a Formgrader action in the row of `row_name` and wait for its outcome dialog."""
     frame.locator("tr", has=frame.locator("td", has_text=row_name)).locator(f"td.{column} a").first.click()

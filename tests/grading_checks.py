@@ -8,6 +8,8 @@ import socket
 import subprocess
 import threading
 
+from nbgrader.api import Gradebook, MissingEntry
+
 from grader.template import GRADER_KERNEL
 
 # Ample for the lesson's cells (imports, the slowest, take ~1.5 s) and for a fork
@@ -86,3 +88,13 @@ def broken_kernel_spec(tmp_path):
             )
         )
     return data, interpreter
+
+
+def auto_scores(db_url: str, assignment: str, student: str) -> list[float]:
+    """The autograded points the gradebook holds for a student's submission (none: [])."""
+    with Gradebook(db_url) as gradebook:
+        try:
+            submission = gradebook.find_submission(assignment, student)
+        except MissingEntry:
+            return []
+        return [g.auto_score for nb in submission.notebooks for g in nb.grades if g.auto_score]

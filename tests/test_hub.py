@@ -34,7 +34,7 @@ import hub_processes
 import psutil
 import pytest
 import submissions
-from browser_steps import assignments_panel, formgrader_action, lab_ready, menu, open_notebook, type_answers
+from browser_steps import assignments_panel, formgrader_action, lab_ready, open_notebook, type_answers
 from hub_processes import START_TIMEOUT
 from labserver import free_port
 
@@ -159,11 +159,7 @@ def the_class(browser, port: int, state: Path, expected: dict[str, int], max_sco
     # Instructor: to Formgrader, framed in the course service's JupyterLab, and release 01_blocks.
     teacher = browser.login(INSTRUCTOR, next_url="/hub/home")
     teacher.wait_for_url("**/hub/home")
-    teacher.goto(service_lab)
-    lab_ready(teacher)
-    menu(teacher, "Nbgrader", "nbgrader:open-formgrader")
-    formgrader = teacher.frame_locator("iframe[src*='formgrader']")
-    formgrader.locator("td", has_text=A).first.wait_for()
+    formgrader = browser_steps.open_formgrader(teacher, service_lab)
     shot(teacher, "01_instructor_formgrader")
     formgrader_action(formgrader, A, "release")
     shot(teacher, "02_instructor_released")

@@ -20,7 +20,7 @@ import subprocess
 import browser_steps
 import pytest
 import submissions
-from browser_steps import assignments_panel, formgrader_action, lab_ready, menu, open_notebook, type_answers
+from browser_steps import assignments_panel, formgrader_action, lab_ready, open_notebook, type_answers
 from hub_processes import PY, START_TIMEOUT, expected_name, lti_class
 from lti_platform import INSTRUCTOR, LEARNER, person
 
@@ -92,11 +92,7 @@ def test_a_class_launched_from_the_lms_gets_its_grades_back(cls):
             teacher = launch_from_the_lms(browser, cls, TEACHER, expected_name(TEACHER))
             pages.append(teacher)
             shot(teacher, "01_instructor_launched")
-            teacher.goto(service_lab)
-            lab_ready(teacher)
-            menu(teacher, "Nbgrader", "nbgrader:open-formgrader")
-            formgrader = teacher.frame_locator("iframe[src*='formgrader']")
-            formgrader.locator("td", has_text=A).first.wait_for()
+            formgrader = browser_steps.open_formgrader(teacher, service_lab)
             formgrader_action(formgrader, A, "release")
             shot(teacher, "02_instructor_released")
 
@@ -123,11 +119,7 @@ def test_a_class_launched_from_the_lms_gets_its_grades_back(cls):
             shot(page, "05_student_refused_formgrader")
 
             # The instructor: collect, autograde, grade the written answer.
-            teacher.goto(service_lab)
-            lab_ready(teacher)
-            menu(teacher, "Nbgrader", "nbgrader:open-formgrader")
-            formgrader = teacher.frame_locator("iframe[src*='formgrader']")
-            formgrader.locator("td", has_text=A).first.wait_for()
+            formgrader = browser_steps.open_formgrader(teacher, service_lab)
             formgrader_action(formgrader, A, "collect")
             formgrader.locator("td.num-submissions a").first.click()
             formgrader.locator("td", has_text=student).first.wait_for()
