@@ -128,10 +128,10 @@ def graded_metadata(config, assignment: str, grader_id: str) -> dict | None:
 
 
 # -- the whole class ----------------------------------------------------------------
-def prepare(options: Options, submissions: list[collect.Submission]) -> None:
+def prepare(options: Options, submissions: list[collect.Submission], config=None) -> None:
     """Register the assignment, then put each handed-in file, as it is, where nbgrader reads it:
     reading, repairing and running it is the engine's work (pipeline.py), the same on every path."""
-    api = course.api(course_config(options))
+    api = course.api(config if config is not None else course_config(options))
     course.register(api, options.assignment)
     root = Path(api.coursedir.root)
     for submission in submissions:
@@ -162,7 +162,9 @@ def run(options: Options) -> list[Row]:
     # Both import in the background while the class is collected.
     templated = options.jobs > 1 and not options.scheduler and _start_early(options, context)
     submissions = collect.collect(options.submissions, options.assignment)
-    prepare(options, submissions)
+    config = course_config(options)  # read once for the run
+    coursedir = CourseDirectory(config=config)
+    prepare(options, submissions, config)
     to_grade = [s.grader_id for s in submissions if s.source is not None]
     outcome: dict[str, tuple[bool, str]] = {}
     started = time.monotonic()
@@ -170,12 +172,11 @@ def run(options: Options) -> list[Row]:
     jobs = max(1, min(options.jobs, len(to_grade)))
     results: Iterator[tuple[str, bool, str]]
     if options.scheduler and to_grade:
-        coursedir = CourseDirectory(config=course_config(options))
         a = options.assignment
         submitted = [
             (gid, Path(coursedir.format_path(coursedir.submitted_directory, gid, a)) / f"{a}.ipynb") for gid in to_grade
         ]
-        results = cluster.run_tasks(options, course_config(options), submitted)
+        results = cluster.run_tasks(options, config, submitted)
     else:
         shared = _shared_template() if templated else None
         call = functools.partial(_autograde, uuid.uuid4().hex, options, shared)
@@ -202,13 +203,12 @@ def run(options: Options) -> list[Row]:
         for grader_id in to_grade:
             outcome.setdefault(grader_id, (False, f"{cause} (not tried: the first {STOP_AFTER} failed the same way)"))
     # Nothing for a student to read where the grader failed (a stopped worker may leave a partial file).
-    coursedir = CourseDirectory(config=course_config(options))
     for grader_id, (ok, _) in outcome.items():
         if not ok:
             shutil.rmtree(
                 coursedir.format_path(coursedir.autograded_directory, grader_id, options.assignment), ignore_errors=True
             )
-    return rows(options, submissions, outcome)
+    return rows(options, submissions, outcome, config)
 
 
 def autograded_tests(assignment) -> list[tuple[str, float]]:
@@ -221,8 +221,8 @@ def autograded_tests(assignment) -> list[tuple[str, float]]:
     ]
 
 
-def rows(options: Options, submissions, outcome) -> list[Row]:
-    config = course_config(options)
+def rows(options: Options, submissions, outcome, config=None) -> list[Row]:
+    config = config if config is not None else course_config(options)
     result = []
     with Gradebook(course.db_url(config)) as gradebook:
         assignment = gradebook.find_assignment(options.assignment)
