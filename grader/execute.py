@@ -43,8 +43,8 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Float, Int, List, Unicode, default
 
+from . import judges, trusted
 from . import sandbox as sandbox_tool
-from . import trusted
 from .sandbox import SandboxedKernelManager
 from .template import grader_kernel_name
 
@@ -269,11 +269,38 @@ class GuardedExecute(Execute):
                 "message": "not run: the notebook broke the grader's channel to its tests",
             }
         self._flag(cell_index, reply.get("flags", []))
+        judge = judges.named_in(cell.source)
+        if judge is not None and reply.get("passed"):
+            reply = self._judge(cell_index, judge, reply, timeout)
         cell.outputs = trusted.test_outputs(reply, hidden, trusted.hidden_lines(cell.source))
         self.code_cells_executed += 1
         return cell
 
     execute_cell = run_sync(async_execute_cell)
+
+    def _judge(self, index, judge: judges.Judge, reply: dict, timeout: int) -> dict:
+        """The test passed in the kernel; now the judge decides from data (judges.py)."""
+        message = {"op": "collect", "source": judge.collect, "imports": self._imports, "timeout": timeout}
+        collected = self._runner_request(
+            index, message, timeout=timeout + self.interrupt_grace, late=f"a cell ran past {timeout} s"
+        )
+        if collected is None:
+            return dict(reply, passed=False, ename="GraderFlag", message="not judged: the notebook broke the channel")
+        self._flag(index, collected.get("flags", []))
+        if collected.get("tampered_during"):
+            return dict(collected, passed=False)
+        if not collected.get("passed"):
+            what = "ran past its time" if collected.get("timed_out") else f"raised {collected.get('ename')}"
+            verdict = (
+                f"checked outside your kernel: your code {what} while the grader collected {judge.answer}'s results"
+            )
+        else:
+            verdict = judges.verdict(judge, collected.get("data"))
+            if verdict is not None:
+                self._flag(index, [f"passed its tests in the kernel but not the check outside it ({verdict})"])
+        if verdict is None:
+            return reply
+        return dict(reply, passed=False, ename="CheckedOutsideTheKernel", message=verdict, by_test=True)
 
     # -- running --------------------------------------------------------------
     async def _async_check_alive(self) -> None:

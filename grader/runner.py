@@ -1,13 +1,13 @@
 """The trusted test runner, executed inside every grading kernel before any student code
-(trusted.BOOT_LINE; never imported by the grader). It deletes its file, listens once on
-`.grader-runner.sock` and serves the grader from its own thread, with replies signed by a
-key the grader sends before the first cell: `run` executes one test cell with its own
-references to compile, exec, the builtins and the release's modules (nothing of IPython
-on the path); `check` puts back and names every hook point the student bent. An audit
-hook (PEP 578) refuses what reading or bending it needs: frames reaching its or a test's
-frame, a test's code, gc walks, other audit hooks, ctypes from student code, /proc mem.
-docs/grade-integrity.md says what this cannot promise.
-"""
+(trusted.BOOT_LINE; never imported by the grader; runner_data.py is installed ahead of it).
+It deletes its file, listens once on `.grader-runner.sock` and serves the grader from its own
+thread, with replies signed by a key the grader sends before the first cell: `run` executes
+one test cell with its own references to compile, exec, the builtins and the release's modules
+(nothing of IPython on the path); `collect` runs a judge's code and returns its data as plain
+literals; `check` puts back and names every hook point the student bent. An audit hook (PEP
+578) refuses what reading or bending it needs: frames reaching its or a test's frame, a test's
+code, gc walks, other audit hooks, ctypes from student code, /proc mem. docs/grade-integrity.md
+says what this cannot promise."""
 
 
 def _install():
@@ -33,8 +33,7 @@ def _install():
     getframe, get_ident, set_trace, get_trace = sys._getframe, _thread.get_ident, sys.settrace, sys.gettrace
     monotonic, sleep = time.monotonic, time.sleep
     # What stops a test past its time: raised in the runner's thread, as SIGINT would be in the main one.
-    set_async_exc, thread_id, exception_object = (ctypes.pythonapi.PyThreadState_SetAsyncExc, ctypes.c_ulong,
-                                                  ctypes.py_object)
+    set_async_exc, thread_id, exception_object = ctypes.pythonapi.PyThreadState_SetAsyncExc, ctypes.c_ulong, ctypes.py_object
 
     class TestTimeout(BaseException):
         """A test ran past its time limit (a BaseException: `except Exception` does not stop it)."""
@@ -203,11 +202,15 @@ def _install():
                 classes += [(c, d) for c, d in class_dicts(value) if c.__module__.startswith("torch")]
         global_hooks = [(name, value, _len(value)) for name, value in _vars(torch.nn.modules.module).items()
                         if name.startswith("_global_") and _isinstance(value, _dict)]
+        tensor_types = (torch.Tensor, torch.nn.Parameter)  # what a judge receives as a tensor
+        size_type, tensor_tolist = torch.Size, torch._C.TensorBase.tolist
+        dtype_name = torch._C.TensorBase.__dict__["dtype"].__get__
         function_stack = torch._C._len_torch_function_stack
         pop_function_mode = torch._C._pop_torch_function_stack
         dispatch_stack = _getattr(torch._C, "_len_torch_dispatch_stack", lambda: 0)
     else:
         global_hooks = []
+        tensor_types, size_type, tensor_tolist, dtype_name = (), None, None, None
         function_stack = dispatch_stack = lambda: 0
         pop_function_mode = None
     all_modules = _dict(modules)
@@ -382,7 +385,10 @@ def _install():
             module = builtins_copy["__import__"](module_name, fromlist=["_"] if "." in module_name else [])
         return module if attribute is None else _getattr(module, attribute)
 
-    def run(source, imports, timeout):
+    # runner_data.py, installed ahead of this file: a judge's data as plain literals.
+    plain = make_plain(tensor_types, size_type, tensor_tolist, dtype_name)  # noqa: F821
+
+    def run(source, imports, timeout, collect=False):
         before = check()
         tests_ns.update(user_ns)
         tests_ns["__builtins__"] = _dict(builtins_copy)
@@ -400,8 +406,11 @@ def _install():
                 code = _compile(source, "<grader-test>", "exec", dont_inherit=True)
                 sys.stdout, sys.stderr = stdout, stderr
                 watched[1], watched[0] = get_ident(), monotonic() + timeout
+                tests_ns.pop("judged", None)
                 _exec(code, tests_ns)
                 watched[0] = None
+                if collect:
+                    reply["data"] = plain(tests_ns.get("judged"))
                 reply["passed"] = True
             finally:
                 watched[0] = None
@@ -466,8 +475,9 @@ def _install():
             size = int.from_bytes(read_exactly(conn, 4), "big")
             request = _eval(read_exactly(conn, size).decode(), {"__builtins__": {}})
             try:
-                if request["op"] == "run":
-                    reply = run(request["source"], request["imports"], request["timeout"])
+                if request["op"] in ("run", "collect"):
+                    reply = run(request["source"], request["imports"], request["timeout"],
+                                collect=request["op"] == "collect")
                 else:
                     reply = {"flags": check()}
             except BaseException as error:  # noqa: BLE001 (reported to the grader, never lost)

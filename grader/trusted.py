@@ -30,7 +30,8 @@ from pathlib import Path
 from IPython.core.inputtransformer2 import TransformerManager
 from nbformat import NotebookNode
 
-RUNNER_SOURCE = Path(__file__).with_name("runner.py")
+# The kernel runs one file: the judges' data encoder, then the runner that uses it.
+RUNNER_PARTS = (Path(__file__).with_name("runner_data.py"), Path(__file__).with_name("runner.py"))
 RUNNER_FILE = ".grader-runner.py"
 RUNNER_SOCKET = ".grader-runner.sock"
 # Executed by the kernel at start (IPKernelApp.exec_lines), before any student code,
@@ -56,7 +57,7 @@ def install(scratch: str) -> None:
     """Put the runner where the kernel's start-up line reads it (it deletes the file once read)."""
     target = os.path.join(scratch, RUNNER_FILE)
     with open(target, "w") as out:
-        out.write(RUNNER_SOURCE.read_text())
+        out.write("\n".join(part.read_text() for part in RUNNER_PARTS))
     os.chmod(target, 0o644)
 
 

@@ -229,3 +229,53 @@ HONEST = {
 
 def honest(name: str):
     return with_code(answered(A), FIRST_ANSWER, HONEST[name])
+
+
+# -- liars: answers that fool an item's test in the kernel, for the judges outside it ------------
+@dataclass(frozen=True)
+class Liar:
+    name: str
+    assignment: str
+    answer: str  # the answer cell it replaces (the rest stays blank)
+    test: str  # the test cell it passes in the kernel
+    code: str
+
+
+LIARS = [
+    # forward returns no tensor at all: an object that answers every torch function with True
+    Liar(
+        "liar_tensor_like_output",
+        "01_blocks",
+        "ParallelBlock",
+        "test_ParallelBlock",
+        "import torch\nfrom torch import nn\n"
+        "class _Shape(tuple):\n    def __eq__(self, other):\n        return True\n    __hash__ = tuple.__hash__\n"
+        "class _Yes:\n    shape = _Shape()\n    @classmethod\n"
+        "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n        return True\n"
+        "class ParallelBlock(nn.Module):\n    def __init__(self, net1, net2, dim=-1):\n"
+        "        super().__init__()\n        self.net1, self.net2 = net1, net2\n"
+        "    def forward(self, X):\n        return _Yes()\n",
+    ),
+    # an int equal to every number
+    Liar(
+        "liar_int_equal_to_all",
+        "02_parameters",
+        "count_parameters",
+        "test_count_parameters",
+        "class _AnyNumber(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n"
+        "def count_parameters(module, trainable_only=True):\n    return _AnyNumber(0)\n",
+    ),
+    # the right keys, empty shapes, and a dict that equals every dict
+    Liar(
+        "liar_dict_equal_to_all",
+        "02_parameters",
+        "param_shapes",
+        "test_param_shapes",
+        "class _AnyDict(dict):\n    def __eq__(self, other):\n        return True\n    __hash__ = None\n"
+        "def param_shapes(module):\n    return _AnyDict({name: () for name, _ in module.named_parameters()})\n",
+    ),
+]
+
+
+def liar_notebook(liar: Liar):
+    return with_code(exercise(liar.assignment), liar.answer, liar.code, replace=True)

@@ -17,8 +17,15 @@ pytestmark = pytest.mark.unit
 
 # The grader's layers, lowest first. A module may import its own layer or a lower one.
 LAYERS = {
-    "kernel": {"sandbox", "template", "template_server", "runner", "trusted"},  # fork server, sandbox, launch
-    "engine": {"collect", "restore", "execute", "course", "settings", "parallel"},  # run these notebooks
+    "kernel": {
+        "sandbox",
+        "template",
+        "template_server",
+        "runner",
+        "runner_data",
+        "trusted",
+    },  # fork server, sandbox, launch
+    "engine": {"collect", "restore", "execute", "judges", "course", "settings", "parallel"},  # run these notebooks
     "adapters": {"pipeline", "feedback", "grade", "cluster", "export", "report", "lms"},  # nbgrader and the LMS
     "cli": {"__main__"},
 }

@@ -175,6 +175,7 @@ class ParallelBlock(nn.Module):
         ### END SOLUTION
 
 # %% tests grade_id="test_ParallelBlock" points=2
+# judged outside the kernel: parallel_block
 torch.manual_seed(3)
 _n1, _n2 = nn.Linear(4, 2), nn.Linear(4, 3)
 _block = ParallelBlock(_n1, _n2)

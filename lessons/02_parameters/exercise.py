@@ -51,6 +51,7 @@ def count_parameters(module, trainable_only=True):
     ### END SOLUTION
 
 # %% tests grade_id="test_count_parameters" points=2
+# judged outside the kernel: count_parameters
 assert count_parameters(nn.Linear(4, 3)) == 15, \
     "A Linear(4, 3) has 15 scalar parameters (12 weights, 3 biases): are you counting tensors instead of numel()?"
 _shared = nn.Linear(5, 5)
@@ -100,6 +101,7 @@ def param_shapes(module):
     ### END SOLUTION
 
 # %% tests grade_id="test_param_shapes" points=1
+# judged outside the kernel: param_shapes
 _net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
 _shapes = param_shapes(_net)
 assert isinstance(_shapes, dict), f"param_shapes should return a dict, got {type(_shapes).__name__}."

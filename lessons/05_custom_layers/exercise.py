@@ -46,6 +46,7 @@ class CenteredLayer(nn.Module):
         ### END SOLUTION
 
 # %% tests grade_id="test_CenteredLayer" points=1
+# judged outside the kernel: centered_layer
 _X = torch.tensor([[1.0, 2.0], [3.0, 10.0]])
 _kept = _X.clone()
 _out = CenteredLayer()(_X)
@@ -96,6 +97,7 @@ class MyLinear(nn.Module):
         ### END SOLUTION
 
 # %% tests grade_id="test_MyLinear" points=3
+# judged outside the kernel: my_linear
 def _find_param(module, shape, what):
     """The one parameter of the given shape; attribute names do not matter."""
     found = [p for p in module.parameters() if tuple(p.shape) == tuple(shape)]
@@ -187,6 +189,7 @@ class TensorReduction(nn.Module):
         ### END SOLUTION
 
 # %% tests grade_id="test_TensorReduction" points=3
+# judged outside the kernel: tensor_reduction
 def _find_weight(layer, in_features, out_features):
     shape = (in_features, in_features, out_features)
     found = [p for p in layer.parameters() if tuple(p.shape) == shape]

@@ -1,0 +1,170 @@
+"""Items judged outside the kernel (grader/judges.py).
+
+In process, without a kernel: each judge accepts the model solution and every right
+answer of its item, and rejects every wrong answer of its item on its own (not only
+because the in-kernel test already failed it), and each liar of the corpus really does
+pass its item's in-kernel test (so only the judge stops it). Through the grader: the
+liars score 0 for their item and are flagged; the solutions and right answers keep full
+marks with no flag.
+"""
+
+from __future__ import annotations
+
+import math
+
+import cheats
+import nbformat
+import pytest
+import torch
+from submissions import full_score, points
+
+from grader import export, grade, judges
+from tools import cells, course
+
+pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
+
+JUDGED = {  # judged test cell -> (lesson, its answer, its judge), read from the lessons' test cells
+    cell["id"]: (lesson, cell["id"].removeprefix("test_"), judges.named_in(cell["source"]))
+    for lesson in course.assignment_ids()
+    for cell in cells.solution_cells(lesson)
+    if cell["tests"] and judges.named_in(cell["source"])
+}
+
+
+def encoded(value):
+    """What the kernel's runner sends for `value` (runner.plain), computed here in process."""
+    kind = type(value)
+    if kind in (int, float, bool, str, type(None)):
+        return "non-finite" if kind is float and not math.isfinite(value) else value
+    if kind in (torch.Tensor, torch.nn.Parameter):
+        values = value.tolist()
+        finite = bool(torch.isfinite(value).all()) if value.is_floating_point() else True
+        return ("tensor", str(value.dtype), values if finite else "non-finite")
+    if kind is torch.Size:
+        return tuple(value)
+    if kind in (list, tuple):
+        return kind(encoded(v) for v in value)
+    if kind is dict:
+        return {encoded(k): encoded(v) for k, v in value.items()}
+    return ("object", kind.__name__)
+
+
+def judge_in_process(test_id: str, replace: dict[str, str] | None = None) -> str | None:
+    """Run the lesson with `replace`d answers, then the judge's collect code, then its verdict."""
+    lesson, _, judge = JUDGED[test_id]
+    namespace: dict = {"__name__": "__main__"}
+    for cell in cells.solution_cells(lesson):
+        if not cell["tests"]:
+            exec(compile((replace or {}).get(cell["id"], cell["source"]), cell["id"], "exec"), namespace)
+    try:
+        exec(compile(judge.collect, "<judge>", "exec"), namespace)
+    except Exception as error:  # as the grader reports it: the student's code raised
+        return f"raised {type(error).__name__}"
+    return judges.verdict(judge, encoded(namespace.get("judged")))
+
+
+def test_the_lessons_name_judges_for_six_items():
+    assert {judge.name for _, _, judge in JUDGED.values()} == set(judges.JUDGES)
+    assert len(JUDGED) == 6
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("test_id", sorted(JUDGED))
+def test_a_judge_accepts_the_model_solution(test_id):
+    assert judge_in_process(test_id) is None
+
+
+RIGHT = [
+    r
+    for r in (r for lesson in course.assignment_ids() for r in cells.read_right_answers(lesson))
+    if f"test_{r.answer_id}" in JUDGED
+]
+WRONG = [
+    w for w in (w for lesson in course.assignment_ids() for w in cells.read_wrong_answers(lesson)) if w.fails in JUDGED
+]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("right", RIGHT, ids=str)
+def test_a_judge_accepts_every_right_answer_of_its_item(right):
+    assert judge_in_process(f"test_{right.answer_id}", {right.answer_id: right.code}) is None
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("wrong", WRONG, ids=str)
+def test_a_judge_rejects_every_wrong_answer_of_its_item_by_itself(wrong):
+    assert judge_in_process(wrong.fails, {wrong.answer_id: wrong.code}) is not None
+
+
+@pytest.mark.unit
+def test_the_fixtures_cover_every_judged_item():
+    assert {w.fails for w in WRONG} == set(JUDGED)
+    assert RIGHT, "right answers of judged items exist"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("liar", cheats.LIARS, ids=lambda c: c.name)
+def test_a_liar_passes_its_items_test_in_the_kernel_so_only_the_judge_stops_it(liar):
+    lesson_cells = cells.solution_cells(liar.assignment)
+    outcome = cells.run(lesson_cells, {liar.answer: liar.code})
+    assert outcome[liar.test] is None, outcome[liar.test]
+    assert judge_in_process(liar.test, {liar.answer: liar.code}) is not None
+
+
+@pytest.mark.unit
+def test_a_verdict_names_what_came_instead_of_a_tensor_or_an_int():
+    judge = judges.JUDGES["count_parameters"]
+    message = judges.verdict(judge, {"tied": ("object", "_Any"), "tied_all": 50, "batch_norm": 12, "none": 0})
+    assert message == "checked outside your kernel: count_parameters(...) should be an int, but it is a _Any"
+    judge = judges.JUDGES["centered_layer"]
+    nan = {"x": ("tensor", "torch.float32", [[1.0]]), "y": ("tensor", "torch.float32", "non-finite")}
+    assert "NaN or infinite" in judges.verdict(judge, dict(nan, x_after=nan["x"], parameters=0))
+    assert "not of the form" in judges.verdict(judge, {"x": ("tensor", "torch.float32", [[1.0]])})
+    assert "could not collect" in judges.verdict(judge, None)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """One class per lesson with a judged item: the solution, its right answers and its liars."""
+    tmp = tmp_path_factory.mktemp("judged")
+    lessons = sorted({lesson for lesson, _, _ in JUDGED.values()})
+    root = tmp / "course"
+    course.temporary_course(root, lessons)
+    rows = {}
+    for lesson in lessons:
+        folder = tmp / lesson
+        folder.mkdir()
+        nbformat.write(cells.answered(lesson), folder / "solution.ipynb")
+        for right in (r for r in RIGHT if r.lesson == lesson):
+            nbformat.write(
+                cells.answered(lesson, {right.answer_id: right.code}), folder / f"right_{right.answer_id}.ipynb"
+            )
+        for liar in (c for c in cheats.LIARS if c.assignment == lesson):
+            nbformat.write(cheats.liar_notebook(liar), folder / f"{liar.name}.ipynb")
+        options = grade.Options(lesson, folder, jobs=2, root=root, cell_timeout=30, notebook_timeout=120)
+        found = grade.run(options)
+        export.write_csv(found, tmp / f"{lesson}.csv")
+        rows.update({(lesson, r.student_id): r for r in found})
+    return rows
+
+
+@pytest.mark.parametrize("lesson", sorted({lesson for lesson, _, _ in JUDGED.values()}))
+def test_solutions_and_right_answers_keep_full_marks_through_the_judges(graded, lesson):
+    honest = {
+        student: row for (where, student), row in graded.items() if where == lesson and not student.startswith("liar")
+    }
+    assert "solution" in honest and len(honest) == 1 + len([r for r in RIGHT if r.lesson == lesson])
+    for student, row in honest.items():
+        assert (row.score, row.status, row.flags) == (full_score(lesson), "graded", ""), (
+            student,
+            row.detail,
+            row.flags,
+        )
+
+
+@pytest.mark.parametrize("liar", cheats.LIARS, ids=lambda c: c.name)
+def test_a_liar_earns_nothing_for_its_item_and_is_flagged(graded, liar):
+    row = graded[(liar.assignment, liar.name)]
+    assert row.items[liar.test] == 0 and row.score == 0, (row.items, row.detail)
+    assert row.status == "flagged" and "not the check outside it" in row.flags, row.flags
+    assert points(liar.assignment)[liar.test] > 0
