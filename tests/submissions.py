@@ -58,7 +58,7 @@ def standard(assignment: str) -> list[Submission]:
         Submission(
             "one_wrong",
             answered(assignment, {wrong.answer_id: wrong.code}),
-            full - points(assignment)[wrong.fails],
-            (wrong.fails,),
+            full - sum(points(assignment)[t] for t in wrong.fails),
+            wrong.fails,
         ),
     ]

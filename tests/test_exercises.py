@@ -73,7 +73,7 @@ def test_wrong_answer_loses_exactly_its_items_points(wrong):
     assert wrong.answer_id in {c["id"] for c in nb_cells if c["answer"]}
     outcome = cells.run(nb_cells, {wrong.answer_id: wrong.code})
     failed = {test_id for test_id, error in outcome.items() if error is not None}
-    assert failed == {wrong.fails}
+    assert failed == set(wrong.fails)
 
 
 RIGHT = [r for a in ASSIGNMENTS for r in cells.read_right_answers(a)]

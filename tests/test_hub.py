@@ -277,7 +277,7 @@ def test_a_class_on_the_hub(hub):
     points = submissions.points(A)
     exercise = submissions.exercise(A)
     max_score = sum(c.metadata["nbgrader"].get("points", 0) for c in exercise.cells if "nbgrader" in c.metadata)
-    expected = {GOOD: submissions.full_score(A), BAD: submissions.full_score(A) - points[wrong.fails]}
+    expected = {GOOD: submissions.full_score(A), BAD: submissions.full_score(A) - sum(points[t] for t in wrong.fails)}
     with sync_playwright() as playwright:
         browser = Browser(playwright, port)
         try:

@@ -45,6 +45,13 @@ BROKEN = {
         13,
         "test_<answer>",
     ),
+    "a clause's tests cell before the answer's first": (
+        "exercise.py",
+        'grade_id="test_double"',
+        'grade_id="test_double_sign"',
+        13,
+        "first tests cell is test_double",
+    ),
     "zero points": ("exercise.py", "points=2", "points=0", 13, "at least 1"),
     "no manual question": (
         "exercise.py",
@@ -87,6 +94,24 @@ def test_a_broken_rule_stops_the_build_with_file_line_and_rule(demo_lesson, case
     assert message.startswith(f"lessons/99_demo/{name}:{line}: "), message
     assert words in message
     assert not (demo_lesson.parent.parent / "course").exists(), "nothing is built when a rule is broken"
+
+
+CLAUSE_CELL = (
+    '# %% tests grade_id="test_double_sign" points=1\n'
+    'assert double(-1) == -2, "double(-1) should be -2."\n'
+    "### BEGIN HIDDEN TESTS\n"
+    'assert double(-5) == -10, "double(-5) should be -10."\n'
+    "### END HIDDEN TESTS\n"
+)
+
+
+def test_a_further_clause_gets_its_own_tests_cell_and_points(demo_lesson):
+    """Partial credit: test_double_sign after test_double is valid; a second test_double is not."""
+    _break(demo_lesson / "exercise.py", "### END HIDDEN TESTS\n", "### END HIDDEN TESTS\n\n" + CLAUSE_CELL)
+    rules.check()
+    _break(demo_lesson / "exercise.py", 'grade_id="test_double_sign"', 'grade_id="test_double"')
+    with pytest.raises(rules.RuleError, match="only one"):
+        rules.check()
 
 
 def test_every_answer_needs_two_wrong_answers(demo_lesson):

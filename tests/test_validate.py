@@ -29,7 +29,7 @@ def long_hint() -> tuple[nbformat.NotebookNode, str]:
     than one of nbgrader's lines, and that hint (computed by running the visible tests)."""
     for wrong in cells.read_wrong_answers(A):
         notebook = submissions.answered(A, {wrong.answer_id: wrong.code})
-        error = cells.run(cells.graded_cells(notebook)).get(wrong.fails)
+        error = cells.run(cells.graded_cells(notebook)).get(wrong.fails[0])
         if isinstance(error, AssertionError) and len(str(error)) > NBGRADER_WIDTH:
             return notebook, str(error)
     raise AssertionError(f"no wrong answer of {A} fails a visible test with a hint over {NBGRADER_WIDTH} characters")

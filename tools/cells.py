@@ -36,7 +36,7 @@ HEADER = re.compile(r"^# %% (?P<kind>wrong|right) (?P<opts>[^-]*?)\s*--\s*(?P<wh
 class WrongAnswer:
     lesson: str
     answer_id: str
-    fails: str
+    fails: tuple[str, ...]  # the graded test cells it fails (one per clause it gets wrong)
     why: str
     code: str
     line: int = 0  # where the fixture starts in its file
@@ -109,7 +109,14 @@ def _read_answers(path: Path, lesson: str, kind: str) -> list[WrongAnswer]:
                 raise ValueError(f"{path}:{number}: expected '# %% {kind} id=ANSWER_ID -- why'")
             opts = dict(word.split("=", 1) for word in match.group("opts").split())
             answers.append(
-                WrongAnswer(lesson, opts["id"], opts.get("fails", f"test_{opts['id']}"), match.group("why"), "", number)
+                WrongAnswer(
+                    lesson,
+                    opts["id"],
+                    tuple(opts.get("fails", f"test_{opts['id']}").split(",")),
+                    match.group("why"),
+                    "",
+                    number,
+                )
             )
         elif answers:
             answers[-1].code += line + "\n"
@@ -157,8 +164,8 @@ def check_lesson(lesson: str) -> list[str]:
             problems.append(f"{wrong}: no answer cell with that id")
             continue
         failed = {k for k, v in run(cells, {wrong.answer_id: wrong.code}).items() if v is not None}
-        if failed != {wrong.fails}:
-            problems.append(f"{wrong}: expected only {wrong.fails} to fail, got {sorted(failed) or 'none'}")
+        if failed != set(wrong.fails):
+            problems.append(f"{wrong}: expected only {', '.join(wrong.fails)} to fail, got {sorted(failed) or 'none'}")
     return problems
 
 

@@ -13,8 +13,10 @@ The rules, one function each (see RULES at the bottom):
   first heading is `Lesson N: <title>`, the exercise's `Exercise N: <title>`;
   the lecture ends by pointing at its exercise;
 - a lecture has no graded cells; an exercise has at least one answer, each
-  answer `X` is followed by exactly one tests cell `test_X` worth >= 1 point
-  with a visible assert before its hidden tests; answers hold a solution block;
+  answer `X` is followed by a tests cell `test_X` worth >= 1 point with a
+  visible assert before its hidden tests, and optionally more tests cells
+  `test_X_<clause>`, one per clause, so that points follow clauses (partial
+  credit); answers hold a solution block;
   at least one manually graded question (a markdown cell with points >= 1);
 - grade ids are unique; tags are nbval's or nbgrader's;
 - an exercise imports only torch, numpy, matplotlib and the standard library
@@ -93,6 +95,7 @@ def check_lecture(lesson: str, lecture: Source) -> None:
 def check_graded_cells(exercise: Source) -> None:
     answers: dict[str, int] = {}
     tested: set[str] = set()
+    last_answer: str | None = None
     manual = 0
     for cell in exercise.cells:
         where = (exercise.path, cell.line)
@@ -112,16 +115,18 @@ def check_graded_cells(exercise: Source) -> None:
             if "### BEGIN SOLUTION" not in cell.source or "### END SOLUTION" not in cell.source:
                 fail(*where, "an answer cell holds its model answer between ### BEGIN SOLUTION and ### END SOLUTION")
             answers[cell.grade_id] = cell.line
+            last_answer = cell.grade_id
         elif cell.role == "tests":
-            answer = cell.grade_id.removeprefix("test_")
-            if not cell.grade_id.startswith("test_") or answer not in answers:
+            answer = last_answer
+            first = cell.grade_id == f"test_{answer}"
+            if answer is None or not (first or cell.grade_id.startswith(f"test_{answer}_")):
                 fail(
                     *where,
-                    "a tests cell is named test_<answer> after an answer cell above it "
-                    f"(answers so far: {', '.join(answers) or 'none'})",
+                    "a tests cell is named test_<answer> after its answer cell (test_<answer>_<clause> for "
+                    f"each further clause; the answer above: {answer or 'none'})",
                 )
-            if answer in tested:
-                fail(*where, f"{answer} has one tests cell")
+            if first == (answer in tested):
+                fail(*where, f"{answer}'s first tests cell is test_{answer}, and it has only one")
             tested.add(answer)
             visible, hidden_start, hidden = cell.source.partition("### BEGIN HIDDEN TESTS")
             if not hidden_start or "### END HIDDEN TESTS" not in hidden:
