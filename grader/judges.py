@@ -236,16 +236,25 @@ judged["params"] = [[p, p.grad] for p in _jlayer.parameters()]
 MY_LINEAR = layer_run(22, "MyLinear(3, 2)", batch=6, features=3)
 
 
-def check_my_linear(data: dict) -> None:
+def my_linear_before_relu(data: dict) -> tuple[list, list, object, object]:
+    """The input, X @ W + b from the returned parameters, and the parameters' gradients."""
     x = tensor(data["x"], "the input")
     weight, weight_grad = parameter(data["params"], (3, 2), "W")
     bias, bias_grad = parameter(data["params"], (2,), "b")
-    before = [[v + c for v, c in zip(row, bias)] for row in matmul(x, weight)]
+    return x, [[v + c for v, c in zip(row, bias)] for row in matmul(x, weight)], weight_grad, bias_grad
+
+
+def check_my_linear(data: dict) -> None:
+    _, before, _, _ = my_linear_before_relu(data)
     close(
         tensor(data["y"], "MyLinear(3, 2)(X)"),
         [[max(v, 0.0) for v in row] for row in before],
         "MyLinear(3, 2)(X), relu(X @ W + b),",
     )
+
+
+def check_my_linear_gradients(data: dict) -> None:
+    x, before, weight_grad, bias_grad = my_linear_before_relu(data)
     active = [[1.0 if v > 0 else 0.0 for v in row] for row in before]
     close(
         tensor(weight_grad, "W.grad"),
@@ -264,10 +273,16 @@ TENSOR_REDUCTION = layer_run(23, "TensorReduction(3, 2)", batch=4, features=3)
 
 def check_tensor_reduction(data: dict) -> None:
     x = tensor(data["x"], "the input")
-    weight, grad = parameter(data["params"], (3, 3, 2), "W")
+    weight, _ = parameter(data["params"], (3, 3, 2), "W")
     n = range(3)
     want = [[sum(weight[i][j][k] * row[i] * row[j] for i in n for j in n) for k in range(2)] for row in x]
     close(tensor(data["y"], "TensorReduction(3, 2)(x)"), want, "TensorReduction(3, 2)(x), sum_ij W[i,j,k] x[i] x[j],")
+
+
+def check_tensor_reduction_gradients(data: dict) -> None:
+    x = tensor(data["x"], "the input")
+    _, grad = parameter(data["params"], (3, 3, 2), "W")
+    n = range(3)
     want_grad = [[[sum(row[i] * row[j] for row in x)] * 2 for j in n] for i in n]
     close(tensor(grad, "W.grad"), want_grad, "W's gradient of the summed output")
 
@@ -313,7 +328,9 @@ JUDGES = {
         Judge("count_parameters", "count_parameters", COUNT_PARAMETERS, check_count_parameters),
         Judge("param_shapes", "param_shapes", PARAM_SHAPES, check_param_shapes),
         Judge("my_linear", "MyLinear", MY_LINEAR, check_my_linear),
+        Judge("my_linear_gradients", "MyLinear", MY_LINEAR, check_my_linear_gradients),
         Judge("tensor_reduction", "TensorReduction", TENSOR_REDUCTION, check_tensor_reduction),
+        Judge("tensor_reduction_gradients", "TensorReduction", TENSOR_REDUCTION, check_tensor_reduction_gradients),
         Judge("centered_layer", "CenteredLayer", CENTERED_LAYER, check_centered_layer),
     )
 }

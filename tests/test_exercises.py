@@ -95,3 +95,11 @@ def test_the_cell_runner_can_tell_a_failing_test():
     assert cells.run(sample) == {"t": None}
     assert isinstance(cells.run(sample, {"a": "x = 2"})["t"], AssertionError)
     assert isinstance(cells.run(sample, {"a": "raise NotImplementedError()"})["t"], NameError)
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_tests_cell_is_failed_by_a_realistic_wrong_answer(assignment):
+    """Points follow clauses: each tests cell (a clause of its item) has a mistake it catches."""
+    tests = {c["id"] for c in cells.solution_cells(assignment) if c["tests"]}
+    caught = {test_id for wrong in cells.read_wrong_answers(assignment) for test_id in wrong.fails}
+    assert sorted(tests - caught) == [], "tests cells that no wrong-answer fixture fails"

@@ -63,9 +63,8 @@ def judge_in_process(test_id: str, replace: dict[str, str] | None = None) -> str
     return judges.verdict(judge, encoded(namespace.get("judged")))
 
 
-def test_the_lessons_name_judges_for_six_items():
-    assert {judge.name for _, _, judge in JUDGED.values()} == set(judges.JUDGES)
-    assert len(JUDGED) == 6
+def test_every_judge_is_named_by_one_test_cell_of_the_lessons():
+    assert sorted(judge.name for _, _, judge in JUDGED.values()) == sorted(judges.JUDGES)
 
 
 @pytest.mark.unit

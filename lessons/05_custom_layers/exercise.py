@@ -96,7 +96,7 @@ class MyLinear(nn.Module):
         return F.relu(X @ self.weight + self.bias)
         ### END SOLUTION
 
-# %% tests grade_id="test_MyLinear" points=3
+# %% tests grade_id="test_MyLinear" points=2
 # judged outside the kernel: my_linear
 def _find_param(module, shape, what):
     """The one parameter of the given shape; attribute names do not matter."""
@@ -105,50 +105,34 @@ def _find_param(module, shape, what):
         f"Expected one parameter of shape {tuple(shape)} for {what}: is it an nn.Parameter with this orientation?"
     return found[0]
 
+def _my_linear_with(W_value, b_value):
+    """A MyLinear whose W and b hold the given values."""
+    layer = MyLinear(*W_value.shape)
+    W = _find_param(layer, W_value.shape, "W (in_units, units)")
+    b = _find_param(layer, b_value.shape, "b (units,)")
+    with torch.no_grad():
+        W.copy_(W_value)
+        b.copy_(b_value)
+    return layer, W, b
+
 # A case worked out by hand: X = [[1, 2]], W = [[1, -1, 0], [2, 0, 1]],
 # b = [0.5, -3, -5]. X @ W = [5, -1, 2]; + b = [5.5, -4, -3]; ReLU: [5.5, 0, 0].
-# The gradient of the sum of the outputs reaches only the unit that is active:
-# d/dW = [[1, 0, 0], [2, 0, 0]] (column 0 holds X) and d/db = [1, 0, 0].
-_layer = MyLinear(2, 3)
-_W = _find_param(_layer, (2, 3), "W (in_units, units)")
-_b = _find_param(_layer, (3,), "b (units,)")
-with torch.no_grad():
-    _W.copy_(torch.tensor([[1.0, -1.0, 0.0], [2.0, 0.0, 1.0]]))
-    _b.copy_(torch.tensor([0.5, -3.0, -5.0]))
+_layer, _W, _b = _my_linear_with(torch.tensor([[1.0, -1.0, 0.0], [2.0, 0.0, 1.0]]), torch.tensor([0.5, -3.0, -5.0]))
 _out = _layer(torch.tensor([[1.0, 2.0]]))
 assert _out.shape == (1, 3), f"Expected output shape (1, 3), got {tuple(_out.shape)}."
 assert torch.allclose(_out, torch.tensor([[5.5, 0.0, 0.0]])), \
     f"For the worked example the output should be [[5.5, 0, 0]], got {_out.tolist()}: compute relu(X @ W + b)."
-assert _out.requires_grad, \
-    "The output is cut off from autograd (no grad_fn), so no gradient can reach W or b: does forward use .data or a detached copy of the parameters?"
-_out.sum().backward()
-assert _W.grad is not None and _b.grad is not None, \
-    "No gradient reached W or b: does forward use .data or a detached copy of the parameters?"
-assert torch.equal(_W.grad, torch.tensor([[1.0, 0.0, 0.0], [2.0, 0.0, 0.0]])) and torch.equal(_b.grad, torch.tensor([1.0, 0.0, 0.0])), \
-    "The gradients of W or b are wrong: forward should compute relu(X @ W + b) with the parameters themselves."
+assert sum(p.numel() for p in MyLinear(3, 2).parameters()) == 3 * 2 + 2, \
+    "The parameters of MyLinear should be exactly W and b, both nn.Parameter attributes."
 ### BEGIN HIDDEN TESTS
 def _check_my_linear(in_units, units, batch, seed):
     torch.manual_seed(seed)
-    layer = MyLinear(in_units, units)
-    W = _find_param(layer, (in_units, units), "W (in_units, units)")
-    b = _find_param(layer, (units,), "b (units,)")
-    with torch.no_grad():
-        W.copy_(torch.randn(in_units, units))
-        b.copy_(torch.randn(units))
-    X, G = torch.randn(batch, in_units), torch.randn(batch, units)
-    W_ref, b_ref = W.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
-    expected = torch.relu(X @ W_ref + b_ref)
+    layer, W, b = _my_linear_with(torch.randn(in_units, units), torch.randn(units))
+    X = torch.randn(batch, in_units)
     out = layer(X)
     assert out.shape == (batch, units), f"Expected output shape {(batch, units)}, got {tuple(out.shape)}."
-    assert torch.allclose(out, expected, atol=1e-5), "The output differs from relu(X @ W + b): is the ReLU missing?"
-    assert out.requires_grad, \
-        "The output is cut off from autograd (no grad_fn): does forward use .data or a detached copy of the parameters?"
-    (out * G).sum().backward()
-    (expected * G).sum().backward()
-    assert W.grad is not None and b.grad is not None, \
-        "No gradient reached W or b: does forward use .data or a detached copy of the parameters?"
-    assert torch.allclose(W.grad, W_ref.grad, atol=1e-5) and torch.allclose(b.grad, b_ref.grad, atol=1e-5), \
-        "The gradients of W or b are wrong: forward should compute relu(X @ W + b) with the parameters themselves."
+    assert torch.allclose(out, torch.relu(X @ W.detach() + b.detach()), atol=1e-5), \
+        "The output differs from relu(X @ W + b): is the ReLU missing?"
 
 _check_my_linear(5, 3, batch=4, seed=20)
 _check_my_linear(4, 4, batch=6, seed=21)
@@ -161,6 +145,41 @@ _net = nn.Sequential(MyLinear(6, 4), MyLinear(4, 2))
 assert _net(torch.rand(3, 6)).shape == (3, 2), "Two MyLinear layers in nn.Sequential should chain (6 -> 4 -> 2)."
 assert sum(p.numel() for p in _net.parameters()) == 6 * 4 + 4 + 4 * 2 + 2, \
     "The parameters of MyLinear should be exactly W and b."
+### END HIDDEN TESTS
+
+# %% tests grade_id="test_MyLinear_gradients" points=1
+# judged outside the kernel: my_linear_gradients
+# The worked example again: the gradient of the sum of the outputs reaches only
+# the unit that is active (output 0): d/dW = [[1, 0, 0], [2, 0, 0]] (column 0
+# holds X) and d/db = [1, 0, 0].
+_layer, _W, _b = _my_linear_with(torch.tensor([[1.0, -1.0, 0.0], [2.0, 0.0, 1.0]]), torch.tensor([0.5, -3.0, -5.0]))
+_out = _layer(torch.tensor([[1.0, 2.0]]))
+assert _out.requires_grad, \
+    "The output is cut off from autograd (no grad_fn), so no gradient can reach W or b: does forward use .data or a detached copy of the parameters?"
+_out.sum().backward()
+assert _W.grad is not None and _b.grad is not None, \
+    "No gradient reached W or b: does forward use .data or a detached copy of the parameters?"
+assert torch.equal(_W.grad, torch.tensor([[1.0, 0.0, 0.0], [2.0, 0.0, 0.0]])) and torch.equal(_b.grad, torch.tensor([1.0, 0.0, 0.0])), \
+    "The gradients of W or b are wrong: forward should compute relu(X @ W + b) with the parameters themselves."
+### BEGIN HIDDEN TESTS
+def _check_my_linear_gradients(in_units, units, batch, seed):
+    torch.manual_seed(seed)
+    layer, W, b = _my_linear_with(torch.randn(in_units, units), torch.randn(units))
+    X, G = torch.randn(batch, in_units), torch.randn(batch, units)
+    W_ref, b_ref = W.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+    out = layer(X)
+    assert out.requires_grad, \
+        "The output is cut off from autograd (no grad_fn): does forward use .data or a detached copy of the parameters?"
+    (out * G).sum().backward()
+    (torch.relu(X @ W_ref + b_ref) * G).sum().backward()
+    assert W.grad is not None and b.grad is not None, \
+        "No gradient reached W or b: does forward use .data or a detached copy of the parameters?"
+    assert torch.allclose(W.grad, W_ref.grad, atol=1e-5) and torch.allclose(b.grad, b_ref.grad, atol=1e-5), \
+        "The gradients of W or b are wrong: forward should compute relu(X @ W + b) with the parameters themselves."
+
+_check_my_linear_gradients(5, 3, batch=4, seed=20)
+_check_my_linear_gradients(4, 4, batch=6, seed=21)
+_check_my_linear_gradients(1, 7, batch=1, seed=22)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -188,7 +207,7 @@ class TensorReduction(nn.Module):
         return torch.einsum("ijk,bi,bj->bk", self.weight, x, x)
         ### END SOLUTION
 
-# %% tests grade_id="test_TensorReduction" points=3
+# %% tests grade_id="test_TensorReduction" points=2
 # judged outside the kernel: tensor_reduction
 def _find_weight(layer, in_features, out_features):
     shape = (in_features, in_features, out_features)
@@ -196,35 +215,30 @@ def _find_weight(layer, in_features, out_features):
     assert len(found) == 1, f"Expected one parameter W of shape {shape}: is it an nn.Parameter with that shape?"
     return found[0]
 
+def _worked_reduction():
+    """The worked example's layer: in_features = 2, out_features = 3, W set by hand."""
+    layer = TensorReduction(2, 3)
+    W = _find_weight(layer, 2, 3)
+    with torch.no_grad():
+        W.zero_()
+        W[:, :, 0] = torch.eye(2)
+        W[0, 1, 1] = 1.0
+        W[1, 1, 2] = 1.0
+    return layer, W
+
 # A case worked out by hand, with in_features = 2, out_features = 3 and
 # x = [[1, 2], [3, -1]]. Output 0 uses W[:, :, 0] = identity, so y[b, 0] is
 # x[b, 0]**2 + x[b, 1]**2: 1 + 4 = 5 and 9 + 1 = 10. Output 1 uses W[:, :, 1]
 # with a single 1 at (i, j) = (0, 1), so y[b, 1] = x[b, 0] * x[b, 1]: 2 and -3.
 # Output 2 has a single 1 at (1, 1): y[b, 2] = x[b, 1]**2, 4 and 1.
-# The loss y[0, 0] + y[1, 1] has the gradient dW[i, j, 0] = x[0, i] * x[0, j]
-# = [[1, 2], [2, 4]], dW[i, j, 1] = x[1, i] * x[1, j] = [[9, -3], [-3, 1]]
-# and dW[:, :, 2] = 0.
-_layer = TensorReduction(2, 3)
-_W = _find_weight(_layer, 2, 3)
-with torch.no_grad():
-    _W.zero_()
-    _W[:, :, 0] = torch.eye(2)
-    _W[0, 1, 1] = 1.0
-    _W[1, 1, 2] = 1.0
+_layer, _W = _worked_reduction()
 _y = _layer(torch.tensor([[1.0, 2.0], [3.0, -1.0]]))
 assert _y.shape == (2, 3), f"Expected output shape (batch, out_features) = (2, 3), got {tuple(_y.shape)}."
 assert torch.allclose(_y, torch.tensor([[5.0, 2.0, 4.0], [10.0, -3.0, 1.0]])), \
     f"For the worked example y should be [[5, 2, 4], [10, -3, 1]], got {_y.tolist()}: sum W[i, j, k] * x[b, i] * x[b, j] over both i and j, for each example b."
-assert _y.requires_grad, \
-    "The output is cut off from autograd (no grad_fn), so no gradient can reach W: use the parameter itself in forward, not .data, .item() or a copy."
-(_y[0, 0] + _y[1, 1]).backward()
-assert _W.grad is not None, "No gradient reached W: use the parameter itself in forward, not .data or a copy."
-assert torch.equal(_W.grad, torch.stack([torch.tensor([[1.0, 2.0], [2.0, 4.0]]),
-                                         torch.tensor([[9.0, -3.0], [-3.0, 1.0]]),
-                                         torch.zeros(2, 2)], dim=-1)), \
-    "The gradient of W is wrong: each example b should use its own x[b] in forward."
 ### BEGIN HIDDEN TESTS
-def _check_reduction(in_features, out_features, batch, seed):
+def _reduction_case(in_features, out_features, batch, seed):
+    """A layer with random W, an input, and y computed by the definition, one entry at a time."""
     torch.manual_seed(seed)
     layer = TensorReduction(in_features, out_features)
     W = _find_weight(layer, in_features, out_features)
@@ -235,10 +249,41 @@ def _check_reduction(in_features, out_features, batch, seed):
     for b in range(batch):
         for k in range(out_features):
             expected[b, k] = x[b] @ W[:, :, k].detach() @ x[b]
-    y = layer(x)
-    assert y.shape == (batch, out_features), f"Expected output shape {(batch, out_features)}, got {tuple(y.shape)}."
-    assert torch.allclose(y, expected, rtol=1e-4, atol=1e-4), \
+    return layer, W, x, expected
+
+for _case in [(4, 2, 3, 30), (3, 5, 4, 31), (1, 1, 1, 32), (5, 3, 2, 33)]:
+    _layer, _W, _x, _expected = _reduction_case(*_case)
+    _y = _layer(_x)
+    assert _y.shape == _expected.shape, f"Expected output shape {tuple(_expected.shape)}, got {tuple(_y.shape)}."
+    assert torch.allclose(_y, _expected, rtol=1e-4, atol=1e-4), \
         "y[b, k] should be sum over i, j of W[i, j, k] * x[b, i] * x[b, j]: check which indices are summed."
+assert sum(p.numel() for p in TensorReduction(3, 2).parameters()) == 3 * 3 * 2, "The only parameter should be W."
+### END HIDDEN TESTS
+
+# %% tests grade_id="test_TensorReduction_gradients" points=1
+# judged outside the kernel: tensor_reduction_gradients
+# The worked example again: the loss y[0, 0] + y[1, 1] has the gradient
+# dW[i, j, 0] = x[0, i] * x[0, j] = [[1, 2], [2, 4]],
+# dW[i, j, 1] = x[1, i] * x[1, j] = [[9, -3], [-3, 1]] and dW[:, :, 2] = 0.
+_layer, _W = _worked_reduction()
+_y = _layer(torch.tensor([[1.0, 2.0], [3.0, -1.0]]))
+assert _y.requires_grad, \
+    "The output is cut off from autograd (no grad_fn), so no gradient can reach W: use the parameter itself in forward, not .data, .item() or a copy."
+(_y[0, 0] + _y[1, 1]).backward()
+assert _W.grad is not None, "No gradient reached W: use the parameter itself in forward, not .data or a copy."
+assert torch.equal(_W.grad, torch.stack([torch.tensor([[1.0, 2.0], [2.0, 4.0]]),
+                                         torch.tensor([[9.0, -3.0], [-3.0, 1.0]]),
+                                         torch.zeros(2, 2)], dim=-1)), \
+    "The gradient of W is wrong: each example b should use its own x[b] in forward."
+### BEGIN HIDDEN TESTS
+def _check_reduction_gradients(in_features, out_features, batch, seed):
+    torch.manual_seed(seed)
+    layer = TensorReduction(in_features, out_features)
+    W = _find_weight(layer, in_features, out_features)
+    with torch.no_grad():
+        W.copy_(torch.randn(W.shape))
+    x = torch.randn(batch, in_features)
+    y = layer(x)
     assert y.requires_grad, "The output is cut off from autograd: use the parameter itself in forward, not .data, .item() or a copy."
     G = torch.randn(batch, out_features)
     (y * G).sum().backward()
@@ -246,15 +291,12 @@ def _check_reduction(in_features, out_features, batch, seed):
     assert W.grad is not None and torch.allclose(W.grad, expected_grad, rtol=1e-4, atol=1e-4), \
         "The gradient of W is wrong or missing: use the parameter itself in forward, not .data or a copy."
 
-_check_reduction(4, 2, batch=3, seed=30)
-_check_reduction(3, 5, batch=4, seed=31)
-_check_reduction(1, 1, batch=1, seed=32)
-_check_reduction(5, 3, batch=2, seed=33)
-_layer = TensorReduction(3, 2)
+_check_reduction_gradients(4, 2, batch=3, seed=30)
+_check_reduction_gradients(3, 5, batch=4, seed=31)
+_check_reduction_gradients(1, 1, batch=1, seed=32)
 _x = torch.randn(2, 3, requires_grad=True)
-_layer(_x).sum().backward()
+TensorReduction(3, 2)(_x).sum().backward()
 assert _x.grad is not None, "Gradients should also flow back to the input x."
-assert sum(p.numel() for p in _layer.parameters()) == 3 * 3 * 2, "The only parameter should be W."
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -22,7 +22,7 @@ class CenteredLayer(nn.Module):
     def forward(self, X):
         return X - X.mean().detach()
 
-# %% wrong id=MyLinear -- uses .data in forward, so no gradient reaches W and b
+# %% wrong id=MyLinear fails=test_MyLinear_gradients -- uses .data in forward, so no gradient reaches W and b
 class MyLinear(nn.Module):
     def __init__(self, in_units, units):
         super().__init__()
@@ -32,7 +32,7 @@ class MyLinear(nn.Module):
     def forward(self, X):
         return F.relu(X @ self.weight.data + self.bias.data)
 
-# %% wrong id=MyLinear -- stores W as (units, in_units) like nn.Linear
+# %% wrong id=MyLinear fails=test_MyLinear,test_MyLinear_gradients -- stores W as (units, in_units) like nn.Linear
 class MyLinear(nn.Module):
     def __init__(self, in_units, units):
         super().__init__()
@@ -42,7 +42,7 @@ class MyLinear(nn.Module):
     def forward(self, X):
         return F.relu(X @ self.weight.T + self.bias)
 
-# %% wrong id=MyLinear -- forgets the ReLU
+# %% wrong id=MyLinear fails=test_MyLinear,test_MyLinear_gradients -- forgets the ReLU
 class MyLinear(nn.Module):
     def __init__(self, in_units, units):
         super().__init__()
@@ -52,7 +52,7 @@ class MyLinear(nn.Module):
     def forward(self, X):
         return X @ self.weight + self.bias
 
-# %% wrong id=MyLinear -- plain tensors with requires_grad instead of nn.Parameter
+# %% wrong id=MyLinear fails=test_MyLinear,test_MyLinear_gradients -- plain tensors with requires_grad instead of nn.Parameter
 class MyLinear(nn.Module):
     def __init__(self, in_units, units):
         super().__init__()
@@ -62,7 +62,7 @@ class MyLinear(nn.Module):
     def forward(self, X):
         return F.relu(X @ self.weight + self.bias)
 
-# %% wrong id=TensorReduction -- multiplies x by itself element-wise (only i == j terms)
+# %% wrong id=TensorReduction fails=test_TensorReduction,test_TensorReduction_gradients -- multiplies x by itself element-wise (only i == j terms)
 class TensorReduction(nn.Module):
     def __init__(self, in_features, out_features):
         super().__init__()
@@ -71,7 +71,7 @@ class TensorReduction(nn.Module):
     def forward(self, x):
         return torch.einsum("ijk,bi,bi->bk", self.weight, x, x)
 
-# %% wrong id=TensorReduction -- puts out_features first in W
+# %% wrong id=TensorReduction fails=test_TensorReduction,test_TensorReduction_gradients -- puts out_features first in W
 class TensorReduction(nn.Module):
     def __init__(self, in_features, out_features):
         super().__init__()
@@ -80,7 +80,7 @@ class TensorReduction(nn.Module):
     def forward(self, x):
         return torch.einsum("kij,bi,bj->bk", self.weight, x, x)
 
-# %% wrong id=TensorReduction -- uses the first example's x for the whole batch
+# %% wrong id=TensorReduction fails=test_TensorReduction,test_TensorReduction_gradients -- uses the first example's x for the whole batch
 class TensorReduction(nn.Module):
     def __init__(self, in_features, out_features):
         super().__init__()
@@ -90,7 +90,7 @@ class TensorReduction(nn.Module):
         y = torch.einsum("ijk,i,j->k", self.weight, x[0], x[0])
         return y.expand(x.shape[0], -1)
 
-# %% wrong id=TensorReduction -- loops, but writes into a detached result
+# %% wrong id=TensorReduction fails=test_TensorReduction_gradients -- loops, but writes into a detached result
 class TensorReduction(nn.Module):
     def __init__(self, in_features, out_features):
         super().__init__()
@@ -130,7 +130,7 @@ class FourierHalf(nn.Module):
         n = X.shape[-1]
         return torch.fft.fft(X).abs()[..., : (n + 1) // 2]
 
-# %% wrong id=TensorReduction -- pairs x[b] with the x of every other example too (sums over two batch indices)
+# %% wrong id=TensorReduction fails=test_TensorReduction,test_TensorReduction_gradients -- pairs x[b] with the x of every other example too (sums over two batch indices)
 class TensorReduction(nn.Module):
     def __init__(self, in_features, out_features):
         super().__init__()
