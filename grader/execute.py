@@ -69,6 +69,34 @@ def _running(process) -> bool:
         return False
 
 
+def _descendants(process) -> list:
+    """Every process below `process`, read from /proc/PID/task/*/children: only the kernel's own
+    subtree, where psutil's children() reads the stat file of every process on the machine, after
+    every cell. Falls back to psutil where Linux does not offer those files."""
+    if not os.path.exists(f"/proc/{process.pid}/task/{process.pid}/children"):
+        return process.children(recursive=True)
+    found, todo = [], [process.pid]
+    while todo:
+        pid = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue  # gone meanwhile
+        for task in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{task}/children") as handle:
+                    children = [int(child) for child in handle.read().split()]
+            except OSError:
+                continue
+            todo += children
+            for child in children:
+                try:
+                    found.append(psutil.Process(child))
+                except psutil.Error:
+                    pass
+    return found
+
+
 def error_output(ename: str, evalue: str) -> NotebookNode:
     return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
 
@@ -325,7 +353,7 @@ class GuardedExecute(Execute):
         if kernel is None:
             return
         try:
-            strays = [p for p in kernel.children(recursive=True) if _running(p)]
+            strays = [p for p in _descendants(kernel) if _running(p)]
         except psutil.Error:
             return
         for stray in strays:

@@ -18,6 +18,7 @@ stderr (nbgrader scores any stderr output as a failure).
 from __future__ import annotations
 
 import ast
+import functools
 import hmac
 import os
 import secrets
@@ -146,8 +147,10 @@ def is_trusted_cell(cell) -> bool:
     return cell.cell_type == "code" and bool(meta.get("locked")) and not meta.get("solution")
 
 
+@functools.lru_cache(maxsize=512)
 def python_source(source: str) -> str:
-    """A cell's source as plain Python (IPython magics become calls), transformed here, not in the kernel."""
+    """A cell's source as plain Python (IPython magics become calls), transformed here, not in the kernel.
+    Cached: every submission of a class has the same test cells (restored from the release)."""
 
     return TransformerManager().transform_cell(source)
 
@@ -155,12 +158,15 @@ def python_source(source: str) -> str:
 def release_imports(nb) -> dict[str, tuple[str, str | None]]:
     """Names the release binds by import (locked cells only): name -> (module, attribute or None).
     Tests get these from the modules loaded before any student code, whatever the student rebound."""
+    return dict(_imports_of(tuple(cell.source for cell in nb.cells if is_trusted_cell(cell))))
+
+
+@functools.lru_cache(maxsize=64)
+def _imports_of(sources: tuple[str, ...]) -> tuple[tuple[str, tuple[str, str | None]], ...]:
     names: dict[str, tuple[str, str | None]] = {}
-    for cell in nb.cells:
-        if not is_trusted_cell(cell):
-            continue
+    for source in sources:
         try:
-            tree = ast.parse(python_source(cell.source))
+            tree = ast.parse(python_source(source))
         except SyntaxError:
             continue
         for node in ast.walk(tree):
@@ -175,7 +181,7 @@ def release_imports(nb) -> dict[str, tuple[str, str | None]]:
                 for alias in node.names:
                     if alias.name != "*":
                         names[alias.asname or alias.name] = (node.module, alias.name)
-    return names
+    return tuple(names.items())
 
 
 def hidden_lines(source: str) -> list[str]:

@@ -1,0 +1,115 @@
+"""The grader's own preprocessors on tiny in-memory notebooks (no kernel)."""
+
+from __future__ import annotations
+
+import copy
+
+import nbformat
+import pytest
+from nbgrader.nbgraderformat import MetadataValidator, ValidationError
+from nbgrader.preprocessors import CheckCellMetadata
+
+from grader import pipeline
+
+pytestmark = pytest.mark.unit
+
+
+def graded_notebook() -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    answer = nbformat.v4.new_code_cell("x = 1")
+    answer.metadata["nbgrader"] = {
+        "grade": False,
+        "solution": True,
+        "locked": False,
+        "grade_id": "x",
+        "schema_version": 3,
+        "task": False,
+    }
+    tests = nbformat.v4.new_code_cell("assert x == 1")
+    tests.metadata["nbgrader"] = {
+        "grade": True,
+        "solution": False,
+        "locked": True,
+        "grade_id": "test_x",
+        "points": 2,
+        "schema_version": 3,
+        "task": False,
+    }
+    nb.cells = [answer, tests]
+    return nb
+
+
+def broken(change) -> nbformat.NotebookNode:
+    nb = graded_notebook()
+    change(nb.cells[1].metadata["nbgrader"])
+    return nb
+
+
+BROKEN = {
+    "points not a number": lambda meta: meta.update(points="two"),
+    "grade id missing": lambda meta: meta.pop("grade_id"),
+    "an old schema": lambda meta: meta.update(schema_version=1),
+    "a newer schema": lambda meta: meta.update(schema_version=4),
+    "graded without points": lambda meta: meta.pop("points"),
+    "locked flag not a bool": lambda meta: meta.update(locked="yes"),
+}
+
+
+def outcome(check, nb):
+    try:
+        check(copy.deepcopy(nb))
+    except Exception as error:  # the same failure, type and message, is what counts
+        return type(error).__name__, str(error).splitlines()[0]
+    return None
+
+
+@pytest.mark.parametrize("case", [None, *BROKEN], ids=str)
+def test_the_metadata_check_compiled_once_decides_as_nbgraders_does(case):
+    nb = graded_notebook() if case is None else broken(BROKEN[case])
+    ours = outcome(lambda n: pipeline._MetadataValidatorOnce().validate_nb(n), nb)
+    assert ours == outcome(lambda n: MetadataValidator().validate_nb(n), nb)
+    assert (ours is None) == (case is None), ours
+    preprocessor = pipeline.CheckMetadata()
+    resources: dict = {}
+    assert outcome(lambda n: preprocessor.preprocess(n, resources), nb) == outcome(
+        lambda n: CheckCellMetadata().preprocess(n, resources), nb
+    )
+
+
+def test_the_pipeline_uses_the_compiled_check_in_both_places():
+    from traitlets.config import Config
+
+    c = Config()
+    pipeline.use_safe_autograde(c)
+    assert pipeline.CheckMetadata in c.Autograde.sanitize_preprocessors
+    assert pipeline.CheckMetadata in c.Autograde.autograde_preprocessors
+    assert CheckCellMetadata not in c.Autograde.sanitize_preprocessors + c.Autograde.autograde_preprocessors
+    with pytest.raises(ValidationError):
+        pipeline.CheckMetadata().preprocess(broken(BROKEN["points not a number"]), {})
+
+
+def test_the_processes_below_a_kernel_are_the_ones_psutil_finds():
+    """execute._descendants reads only the subtree; it must find what psutil's full scan finds."""
+    import os
+    import subprocess
+    import time
+
+    import psutil
+
+    from grader import execute
+
+    tree = subprocess.Popen(["bash", "-c", "sleep 30 & bash -c 'sleep 30 & sleep 30 & wait' & wait"])
+    try:
+        root = psutil.Process(tree.pid)
+        deadline = time.monotonic() + 10
+        while len(root.children(recursive=True)) < 4 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        expected = {p.pid for p in root.children(recursive=True)}
+        assert len(expected) == 4
+        assert os.path.exists(f"/proc/{tree.pid}/task/{tree.pid}/children"), "the subtree path, not psutil's fallback"
+        assert {p.pid for p in execute._descendants(root)} == expected
+    finally:
+        for process in psutil.Process(tree.pid).children(recursive=True):
+            process.kill()
+        tree.kill()
+        tree.wait()
