@@ -15,27 +15,14 @@ pytestmark = pytest.mark.unit
 
 
 def graded_notebook() -> nbformat.NotebookNode:
+    """An answer cell and its tests cell, with the metadata nbgrader's schema version 3 asks for."""
     nb = nbformat.v4.new_notebook()
-    answer = nbformat.v4.new_code_cell("x = 1")
-    answer.metadata["nbgrader"] = {
-        "grade": False,
-        "solution": True,
-        "locked": False,
-        "grade_id": "x",
-        "schema_version": 3,
-        "task": False,
-    }
-    tests = nbformat.v4.new_code_cell("assert x == 1")
-    tests.metadata["nbgrader"] = {
-        "grade": True,
-        "solution": False,
-        "locked": True,
-        "grade_id": "test_x",
-        "points": 2,
-        "schema_version": 3,
-        "task": False,
-    }
-    nb.cells = [answer, tests]
+    roles = [("x = 1", dict(grade=False, solution=True, locked=False, grade_id="x"))]
+    roles.append(("assert x == 1", dict(grade=True, solution=False, locked=True, grade_id="test_x", points=2)))
+    for source, role in roles:
+        cell = nbformat.v4.new_code_cell(source)
+        cell.metadata["nbgrader"] = dict(role, schema_version=3, task=False)
+        nb.cells.append(cell)
     return nb
 
 
