@@ -461,7 +461,8 @@ print("SPAWNED")
     found.append(
         Case("attacker.ipynb", "attacker", "isolation", FULL, "graded", "", _notebook("attacker.ipynb", attacker))
     )
-    # One forger and one peeker from the cheat corpus, so that every path grades them.
+    # One forger, one peeker and one liar from the cheat corpus, so that every path grades them.
+    liar = next(c for c in cheats.LIARS if c.assignment == A)
     forger, peeker = (
         next(c for c in cheats.CHEATS if c.name == name) for name in ("input_transformers_cleanup", "leak_pre_run_cell")
     )
@@ -483,6 +484,16 @@ print("SPAWNED")
             "flagged",
             "",
             _notebook("peeker.ipynb", lambda: cheats.notebook(peeker)),
+        ),
+        # Passes ParallelBlock's test in the kernel; the judge outside the kernel stops it.
+        Case(
+            "liar.ipynb",
+            "liar",
+            "integrity",
+            0,
+            "flagged",
+            "test_ParallelBlock",
+            _notebook("liar.ipynb", lambda: cheats.liar_notebook(liar)),
         ),
     ]
     return found
