@@ -160,7 +160,7 @@ def apply_init(net, example_input, init_fn=None):
     return net
     ### END SOLUTION
 
-# %% tests grade_id="test_apply_init" points=3
+# %% tests grade_id="test_apply_init" points=1
 def _is_placeholder(p):
     return isinstance(p, nn.parameter.UninitializedParameter)
 
@@ -206,37 +206,8 @@ _before = _sized.weight.detach().clone()
 apply_init(_sized, torch.zeros(4, 3))
 assert torch.equal(_sized.weight, _before), "Without init_fn the weights of a sized layer must stay as they were."
 
-_bn = nn.Sequential(nn.LazyLinear(4), nn.LazyBatchNorm1d(), nn.ReLU(), nn.LazyLinear(1))
-try:
-    apply_init(_bn, torch.randn(1, 6) + 5)  # one sample (one value per channel), far from zero mean
-except ValueError as _error:
-    raise AssertionError("BatchNorm rejected a single sample: the dry run ran in training mode; "
-                         "switch the network to eval mode (net.eval()) for it.") from _error
-assert int(_bn[1].num_batches_tracked) == 0 and bool((_bn[1].running_mean == 0).all()), \
-    "The dry run changed BatchNorm's running statistics: run it in eval mode (net.eval()), no_grad alone does not stop them."
-assert all(m.training for m in _bn.modules()), \
-    "The network and all its submodules were in training mode before apply_init and should be again afterwards: " \
-    "restore the mode of every submodule, not just of net."
-
-_frozen_bn = nn.Sequential(nn.LazyLinear(4), nn.LazyBatchNorm1d(), nn.ReLU())
-_frozen_bn[1].eval()  # one submodule in eval inside a net in train()
-apply_init(_frozen_bn, torch.randn(1, 3))
-assert _frozen_bn.training and _frozen_bn[0].training and not _frozen_bn[1].training, \
-    "Each submodule should get back its own mode (the BatchNorm was in eval, the rest in train): remember " \
-    "module.training for every module in net.modules() and restore each, instead of calling net.train()."
-
-_failing = nn.Sequential(nn.LazyLinear(3), nn.Linear(5, 1))  # 3 features out, 5 expected: the dry run raises
-try:
-    apply_init(_failing, torch.zeros(2, 4))
-except RuntimeError:
-    pass
-else:
-    raise AssertionError("The dry run of a network whose widths do not fit raised no error: "
-                         "let the error reach the caller (try/finally, without an except that swallows it).")
-assert _failing.training and _failing[0].training and _failing[1].training, \
-    "When the dry run raises, the network should still get its training mode back: restore it in a finally block."
-
 # The net still trains: a few SGD steps on a fixed batch lower the loss.
+_bn = apply_init(nn.Sequential(nn.LazyLinear(4), nn.LazyBatchNorm1d(), nn.ReLU(), nn.LazyLinear(1)), torch.randn(4, 6))
 torch.manual_seed(3)
 _X, _y = torch.randn(16, 6), torch.randn(16, 1)
 _optimizer = torch.optim.SGD(_bn.parameters(), lr=0.05)
@@ -283,6 +254,32 @@ assert bool((_sized[2].weight == 1).all()), "init_fn should also work on a netwo
 _wide = apply_init(nn.Sequential(nn.LazyLinear(2)), torch.zeros(3, 7, 11))
 assert _wide[0].weight.shape == (2, 11), "Extra leading dimensions in example_input should be allowed."
 
+_lone_lazy = apply_init(nn.LazyLinear(4), torch.zeros(3, 6), _ones_init)
+assert _lone_lazy.weight.shape == (4, 6) and bool((_lone_lazy.weight == 1).all()), \
+    "A single lazy layer as the network should be materialized by net(x) and then initialized by init_fn."
+### END HIDDEN TESTS
+
+# %% tests grade_id="test_apply_init_modes" points=1
+# The dry run in eval mode, and every submodule back in its own mode afterwards.
+_bn = nn.Sequential(nn.LazyLinear(4), nn.LazyBatchNorm1d(), nn.ReLU(), nn.LazyLinear(1))
+try:
+    apply_init(_bn, torch.randn(1, 6) + 5)  # one sample (one value per channel), far from zero mean
+except ValueError as _error:
+    raise AssertionError("BatchNorm rejected a single sample: the dry run ran in training mode; "
+                         "switch the network to eval mode (net.eval()) for it.") from _error
+assert int(_bn[1].num_batches_tracked) == 0 and bool((_bn[1].running_mean == 0).all()), \
+    "The dry run changed BatchNorm's running statistics: run it in eval mode (net.eval()), no_grad alone does not stop them."
+assert all(m.training for m in _bn.modules()), \
+    "The network and all its submodules were in training mode before apply_init and should be again afterwards: " \
+    "restore the mode of every submodule, not just of net."
+
+_frozen_bn = nn.Sequential(nn.LazyLinear(4), nn.LazyBatchNorm1d(), nn.ReLU())
+_frozen_bn[1].eval()  # one submodule in eval inside a net in train()
+apply_init(_frozen_bn, torch.randn(1, 3))
+assert _frozen_bn.training and _frozen_bn[0].training and not _frozen_bn[1].training, \
+    "Each submodule should get back its own mode (the BatchNorm was in eval, the rest in train): remember " \
+    "module.training for every module in net.modules() and restore each, instead of calling net.train()."
+### BEGIN HIDDEN TESTS
 _frozen = nn.Sequential(nn.LazyLinear(3), nn.LazyBatchNorm1d()).eval()
 apply_init(_frozen, torch.randn(4, 2))
 assert not _frozen.training and not _frozen[1].training, \
@@ -296,6 +293,32 @@ _stats = nn.Sequential(nn.LazyLinear(3), nn.LazyBatchNorm1d())
 apply_init(_stats, torch.randn(8, 2) * 3 + 1)
 assert bool((_stats[1].running_var == 1).all()) and int(_stats[1].num_batches_tracked) == 0, \
     "BatchNorm's running statistics should be untouched by the dry run, for any batch size."
+_conv_bn = nn.Sequential(nn.LazyConv2d(3, 3), nn.LazyBatchNorm2d(), nn.ReLU(), nn.Flatten(), nn.LazyLinear(2))
+apply_init(_conv_bn, torch.randn(1, 2, 5, 5) * 4 + 2)  # one image, far from zero mean
+assert int(_conv_bn[1].num_batches_tracked) == 0 and bool((_conv_bn[1].running_mean == 0).all()) \
+    and bool((_conv_bn[1].running_var == 1).all()), \
+    "BatchNorm2d's running statistics moved during the dry run: it has to run in eval mode."
+assert all(m.training for m in _conv_bn.modules()), \
+    "A convolutional net in training mode should be back in training mode after apply_init."
+### END HIDDEN TESTS
+
+# %% tests grade_id="test_apply_init_when_it_raises" points=1
+# A dry run that raises: the error reaches the caller, and the modes still come back (try/finally).
+_works = nn.Sequential(nn.LazyLinear(2))
+apply_init(_works, torch.zeros(2, 3))
+assert _works[0].weight.shape == (2, 3), \
+    "apply_init should first work when the dry run succeeds (see the first tests cell of this item)."
+_failing = nn.Sequential(nn.LazyLinear(3), nn.Linear(5, 1))  # 3 features out, 5 expected: the dry run raises
+try:
+    apply_init(_failing, torch.zeros(2, 4))
+except RuntimeError:
+    pass
+else:
+    raise AssertionError("The dry run of a network whose widths do not fit raised no error: "
+                         "let the error reach the caller (try/finally, without an except that swallows it).")
+assert _failing.training and _failing[0].training and _failing[1].training, \
+    "When the dry run raises, the network should still get its training mode back: restore it in a finally block."
+### BEGIN HIDDEN TESTS
 _failing = nn.Sequential(nn.LazyLinear(4), nn.LazyBatchNorm1d(), nn.Sequential(nn.ReLU(), nn.Linear(7, 1)))
 _failing[1].eval()  # frozen BatchNorm; the nested Linear expects 7 features, gets 4: the dry run raises
 try:
@@ -313,16 +336,6 @@ except RuntimeError:
     pass
 assert not any(m.training for m in _failing_eval.modules()), \
     "A network in eval mode should stay in eval mode after a failing dry run."
-_conv_bn = nn.Sequential(nn.LazyConv2d(3, 3), nn.LazyBatchNorm2d(), nn.ReLU(), nn.Flatten(), nn.LazyLinear(2))
-apply_init(_conv_bn, torch.randn(1, 2, 5, 5) * 4 + 2)  # one image, far from zero mean
-assert int(_conv_bn[1].num_batches_tracked) == 0 and bool((_conv_bn[1].running_mean == 0).all()) \
-    and bool((_conv_bn[1].running_var == 1).all()), \
-    "BatchNorm2d's running statistics moved during the dry run: it has to run in eval mode."
-assert all(m.training for m in _conv_bn.modules()), \
-    "A convolutional net in training mode should be back in training mode after apply_init."
-_lone_lazy = apply_init(nn.LazyLinear(4), torch.zeros(3, 6), _ones_init)
-assert _lone_lazy.weight.shape == (4, 6) and bool((_lone_lazy.weight == 1).all()), \
-    "A single lazy layer as the network should be materialized by net(x) and then initialized by init_fn."
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -94,7 +94,7 @@ def apply_init(net, example_input, init_fn=None):
     if init_fn is not None:
         net.apply(init_fn)
 
-# %% wrong id=apply_init -- dry run in training mode: BatchNorm statistics move (no_grad does not stop that)
+# %% wrong id=apply_init fails=test_apply_init_modes -- dry run in training mode: BatchNorm statistics move (no_grad does not stop that)
 def apply_init(net, example_input, init_fn=None):
     with torch.no_grad():
         net(example_input)
@@ -102,7 +102,7 @@ def apply_init(net, example_input, init_fn=None):
         net.apply(init_fn)
     return net
 
-# %% wrong id=apply_init -- switches to eval for the dry run and leaves the net there
+# %% wrong id=apply_init fails=test_apply_init_modes,test_apply_init_when_it_raises -- switches to eval for the dry run and leaves the net there
 def apply_init(net, example_input, init_fn=None):
     net.eval()
     with torch.no_grad():
@@ -111,7 +111,7 @@ def apply_init(net, example_input, init_fn=None):
         net.apply(init_fn)
     return net
 
-# %% wrong id=apply_init -- puts every module back into train(), even a BatchNorm frozen in eval
+# %% wrong id=apply_init fails=test_apply_init_modes,test_apply_init_when_it_raises -- puts every module back into train(), even a BatchNorm frozen in eval
 def apply_init(net, example_input, init_fn=None):
     was_training = net.training
     net.eval()
@@ -124,7 +124,7 @@ def apply_init(net, example_input, init_fn=None):
         net.apply(init_fn)
     return net
 
-# %% wrong id=apply_init -- restores the modes only when the dry run succeeds (no try/finally)
+# %% wrong id=apply_init fails=test_apply_init_when_it_raises -- restores the modes only when the dry run succeeds (no try/finally)
 def apply_init(net, example_input, init_fn=None):
     modes = {module: module.training for module in net.modules()}
     net.eval()
@@ -136,7 +136,7 @@ def apply_init(net, example_input, init_fn=None):
         net.apply(init_fn)
     return net
 
-# %% wrong id=apply_init -- restores the modes on error but swallows the error
+# %% wrong id=apply_init fails=test_apply_init_when_it_raises -- restores the modes on error but swallows the error
 def apply_init(net, example_input, init_fn=None):
     modes = {module: module.training for module in net.modules()}
     net.eval()
@@ -166,7 +166,7 @@ def apply_init(net, example_input, init_fn=None):
         net.apply(init_fn)
     return net
 
-# %% wrong id=apply_init -- dry run in eval mode but restores only the top module's flag
+# %% wrong id=apply_init fails=test_apply_init_modes,test_apply_init_when_it_raises -- dry run in eval mode but restores only the top module's flag
 def apply_init(net, example_input, init_fn=None):
     was_training = net.training
     net.eval()
