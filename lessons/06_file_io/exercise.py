@@ -95,7 +95,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     return state["epoch"]
     ### END SOLUTION
 
-# %% tests grade_id="test_checkpoint" points=4
+# %% tests grade_id="test_checkpoint" points=1
 import pickle
 
 
@@ -194,18 +194,45 @@ def _counting_location(storage, location):
 
 # Without a scheduler, as in the contract's four-argument call, and map_location left at its default.
 _check_resume(lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.9), epoch=7)
-# With a scheduler, a pathlib.Path and a map_location that must reach torch.load.
+### BEGIN HIDDEN TESTS
+_check_resume(lambda params: torch.optim.AdamW(params, lr=0.02, weight_decay=0.1), epoch=0, path_type=Path)
+_check_resume(lambda params: torch.optim.Adam(params, lr=0.01), epoch=17)
+### END HIDDEN TESTS
+
+# %% tests grade_id="test_checkpoint_scheduler" points=2
+# With a learning-rate scheduler given to both functions: first one step, then a whole resume.
+with tempfile.TemporaryDirectory() as _folder:
+    _model = _make_model()
+    _optimizer = torch.optim.SGD(_model.parameters(), lr=0.1)
+    _scheduler = torch.optim.lr_scheduler.StepLR(_optimizer, step_size=1, gamma=0.5)
+    _optimizer.step()
+    _scheduler.step()  # one step: the learning rate is halved to 0.05
+    _call(save_checkpoint, os.path.join(_folder, "one-step.pt"), _model, _optimizer, 1, scheduler=_scheduler)
+    _optimizer = torch.optim.SGD(_make_model().parameters(), lr=0.1)
+    _scheduler = torch.optim.lr_scheduler.StepLR(_optimizer, step_size=1, gamma=0.5)
+    _call(load_checkpoint, os.path.join(_folder, "one-step.pt"), _make_model(), _optimizer, scheduler=_scheduler)
+assert _scheduler.last_epoch == 1 and _optimizer.param_groups[0]["lr"] == 0.05, \
+    "After loading, the scheduler should have counted its 1 step and the learning rate be 0.05: save " \
+    "scheduler.state_dict() and load it into the scheduler given to load_checkpoint."
 _check_resume(lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.9), epoch=2,
-              make_scheduler=lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5),
-              path_type=Path, map_location=_counting_location)
-assert _calls, "load_checkpoint should pass its map_location argument on to torch.load."
+              make_scheduler=lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5))
 ### BEGIN HIDDEN TESTS
 _check_resume(lambda params: torch.optim.Adam(params, lr=0.01), epoch=17, path_type=Path,
               make_scheduler=lambda opt: torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=5))
+_check_resume(lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.5), epoch=5,
+              make_scheduler=lambda opt: torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.7))
+### END HIDDEN TESTS
+
+# %% tests grade_id="test_checkpoint_map_location" points=1
+# A pathlib.Path, and a map_location that must reach torch.load.
+_calls.clear()
+_check_resume(lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.9), epoch=3, path_type=Path,
+              map_location=_counting_location)
+assert _calls, "load_checkpoint should pass its map_location argument on to torch.load."
+### BEGIN HIDDEN TESTS
 _check_resume(lambda params: torch.optim.AdamW(params, lr=0.02, weight_decay=0.1), epoch=0, map_location="cpu")
 _calls.clear()
 _check_resume(lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.5), epoch=5,
-              make_scheduler=lambda opt: torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.7),
               map_location=_counting_location)
 assert _calls, "load_checkpoint should pass its map_location argument on to torch.load."
 ### END HIDDEN TESTS

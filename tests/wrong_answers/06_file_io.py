@@ -1,7 +1,7 @@
 # Wrong answers students really write for exercise 6, one cell each.
 # Each must lose exactly its own item's points (see tools/cells.py).
 
-# %% wrong id=checkpoint -- saves model, optimizer and epoch but not the RNG state
+# %% wrong id=checkpoint fails=test_checkpoint,test_checkpoint_map_location,test_checkpoint_scheduler -- saves model, optimizer and epoch but not the RNG state
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "scheduler": scheduler.state_dict() if scheduler else None}, path)
@@ -15,7 +15,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
         scheduler.load_state_dict(state["scheduler"])
     return state["epoch"]
 
-# %% wrong id=checkpoint -- saves only the model, so momentum and Adam moments restart from zero
+# %% wrong id=checkpoint fails=test_checkpoint,test_checkpoint_map_location,test_checkpoint_scheduler -- saves only the model, so momentum and Adam moments restart from zero
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "epoch": epoch, "rng": torch.get_rng_state(),
                 "python_rng": random.getstate(), "scheduler": scheduler.state_dict() if scheduler else None}, path)
@@ -30,7 +30,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     random.setstate(state["python_rng"])
     return state["epoch"]
 
-# %% wrong id=checkpoint -- stores the initial seed and re-seeds, instead of the RNG state itself
+# %% wrong id=checkpoint fails=test_checkpoint,test_checkpoint_map_location,test_checkpoint_scheduler -- stores the initial seed and re-seeds, instead of the RNG state itself
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "seed": torch.initial_seed(), "python_rng": random.getstate(),
@@ -47,7 +47,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     random.setstate(state["python_rng"])
     return state["epoch"]
 
-# %% wrong id=checkpoint -- saves torch's RNG state but not the state of Python's random module
+# %% wrong id=checkpoint fails=test_checkpoint,test_checkpoint_map_location,test_checkpoint_scheduler -- saves torch's RNG state but not the state of Python's random module
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "rng": torch.get_rng_state(), "scheduler": scheduler.state_dict() if scheduler else None}, path)
@@ -62,7 +62,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     torch.set_rng_state(state["rng"].cpu())
     return state["epoch"]
 
-# %% wrong id=checkpoint -- returns the next epoch instead of the saved one
+# %% wrong id=checkpoint fails=test_checkpoint,test_checkpoint_map_location,test_checkpoint_scheduler -- returns the next epoch instead of the saved one
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "rng": torch.get_rng_state(), "python_rng": random.getstate(),
@@ -79,7 +79,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     random.setstate(state["python_rng"])
     return state["epoch"] + 1
 
-# %% wrong id=checkpoint -- ignores map_location and always loads onto the CPU
+# %% wrong id=checkpoint fails=test_checkpoint_map_location -- ignores map_location and always loads onto the CPU
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "rng": torch.get_rng_state(), "python_rng": random.getstate(),
@@ -96,7 +96,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     random.setstate(state["python_rng"])
     return state["epoch"]
 
-# %% wrong id=checkpoint -- the lecture's functions pasted as they are: no place for a scheduler
+# %% wrong id=checkpoint fails=test_checkpoint_scheduler -- the lecture's functions pasted as they are: no place for a scheduler
 def save_checkpoint(path, model, optimizer, epoch):
     torch.save({"model": model.state_dict(),
                 "optimizer": optimizer.state_dict(),
@@ -116,7 +116,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu"):
     random.setstate(state["python_rng"])
     return state["epoch"]
 
-# %% wrong id=checkpoint -- makes the scheduler a required argument, so the contract's four-argument call fails
+# %% wrong id=checkpoint fails=test_checkpoint,test_checkpoint_map_location -- makes the scheduler a required argument, so the contract's four-argument call fails
 def save_checkpoint(path, model, optimizer, epoch, scheduler):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "scheduler": scheduler.state_dict(), "rng": torch.get_rng_state(),
@@ -132,7 +132,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     random.setstate(state["python_rng"])
     return state["epoch"]
 
-# %% wrong id=checkpoint -- saves the scheduler's state but never loads it into the new scheduler
+# %% wrong id=checkpoint fails=test_checkpoint_scheduler -- saves the scheduler's state but never loads it into the new scheduler
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "rng": torch.get_rng_state(), "python_rng": random.getstate(),
@@ -147,7 +147,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     random.setstate(state["python_rng"])
     return state["epoch"]
 
-# %% wrong id=checkpoint -- stores the scheduler object itself, which torch.load's weights_only default refuses
+# %% wrong id=checkpoint fails=test_checkpoint_scheduler -- stores the scheduler object itself, which torch.load's weights_only default refuses
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "rng": torch.get_rng_state(), "python_rng": random.getstate(), "scheduler": scheduler}, path)
@@ -163,7 +163,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     random.setstate(state["python_rng"])
     return state["epoch"]
 
-# %% wrong id=checkpoint -- fast-forwards a fresh scheduler by stepping it `epoch` times instead of loading its state
+# %% wrong id=checkpoint fails=test_checkpoint_scheduler -- fast-forwards a fresh scheduler by stepping it `epoch` times instead of loading its state
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "rng": torch.get_rng_state(), "python_rng": random.getstate()}, path)
