@@ -127,7 +127,7 @@ def weird_init_(tensor):
     return tensor
     ### END SOLUTION
 
-# %% tests grade_id="test_weird_init_" points=3
+# %% tests grade_id="test_weird_init_" points=2
 # Bounds: n = 200 000 entries. Each share below is a binomial proportion whose
 # standard error is at most sqrt(0.25 / n) = 0.0011; the margin 0.01 is 9
 # standard errors, so a correct answer fails with probability below 1e-18 (and
@@ -137,7 +137,7 @@ def weird_init_(tensor):
 torch.manual_seed(20)
 _t = torch.empty(400, 500)
 _out = weird_init_(_t)
-assert _out is _t, "weird_init_ should change the tensor in place and return that same tensor (not None, not a copy)."
+_t = _out if isinstance(_out, torch.Tensor) else _t  # the values it made (in place or not: the next cell checks)
 _ok = (_t == 0) | ((_t.abs() >= 5) & (_t.abs() <= 10))
 assert _ok.all(), \
     "Every entry should be 0 or have 5 <= |x| <= 10: is the mask keeping |x| >= 5, and is the range (-10, 10)?"
@@ -147,13 +147,6 @@ assert abs((_t > 0).float().mean().item() - 0.25) < 0.01, \
     f"{(_t > 0).float().mean().item():.3f} of the entries are in [5, 10], expected 1/4."
 assert abs((_t < 0).float().mean().item() - 0.25) < 0.01, \
     f"{(_t < 0).float().mean().item():.3f} of the entries are in [-10, -5], expected 1/4."
-_p = nn.Parameter(torch.empty(300, 300))
-try:
-    _r = weird_init_(_p)
-except RuntimeError as _error:
-    raise AssertionError("weird_init_ fails on an nn.Parameter: do the in-place changes inside torch.no_grad().") from _error
-assert _r is _p and _p.is_leaf and _p.grad_fn is None and _p.requires_grad, \
-    "On a parameter, weird_init_ should leave a trainable leaf that autograd did not record: use torch.no_grad()."
 ### BEGIN HIDDEN TESTS
 # The positive part should be uniform on [5, 10]: about 50 000 values with std
 # 5 / sqrt(12) = 1.44, so the mean has a standard error of 0.0065 (margin 0.05)
@@ -171,11 +164,33 @@ assert abs(_z[0::2].mean().item() - 0.5) < 0.015 and abs(_z[: _z.numel() // 2].m
     "Which entries are zero should be random, not a fixed pattern."
 torch.manual_seed(21)
 _d = torch.empty(20, 50, 200, dtype=torch.float64)
-assert weird_init_(_d) is _d and _d.dtype == torch.float64 and _d.shape == (20, 50, 200), \
-    "weird_init_ should work in place on any shape and dtype (here a 3-D float64 tensor)."
+_d = _out if isinstance(_out := weird_init_(_d), torch.Tensor) else _d
 assert abs((_d == 0).double().mean().item() - 0.5) < 0.01, "A 3-D tensor should also get half zeros."
-_again = weird_init_(torch.empty(20, 50, 200, dtype=torch.float64))
+_again = torch.empty(20, 50, 200, dtype=torch.float64)
+_again = _out if isinstance(_out := weird_init_(_again), torch.Tensor) else _again
 assert not torch.equal(_again, _d), "Two calls should give different random values: do not reseed inside weird_init_."
+### END HIDDEN TESTS
+
+# %% tests grade_id="test_weird_init__in_place" points=1
+# In place, returned, and not recorded by autograd (on a parameter, as net.apply would give it).
+_t = torch.ones(40, 50)  # 1 is never a value weird_init_ makes: an entry left as it was shows
+assert weird_init_(_t) is _t, "weird_init_ should change the tensor in place and return that same tensor (not None, not a copy)."
+assert not bool((_t == 1).any()), "The tensor itself should hold the new values: change it in place."
+_p = nn.Parameter(torch.empty(300, 300))
+try:
+    _r = weird_init_(_p)
+except RuntimeError as _error:
+    raise AssertionError("weird_init_ fails on an nn.Parameter: do the in-place changes inside torch.no_grad().") from _error
+assert _r is _p and _p.is_leaf and _p.grad_fn is None and _p.requires_grad, \
+    "On a parameter, weird_init_ should leave a trainable leaf that autograd did not record: use torch.no_grad()."
+### BEGIN HIDDEN TESTS
+_d = torch.ones(20, 50, 20, dtype=torch.float64)
+assert weird_init_(_d) is _d and _d.dtype == torch.float64 and _d.shape == (20, 50, 20), \
+    "weird_init_ should work in place on any shape and dtype (here a 3-D float64 tensor)."
+assert not bool((_d == 1).any()), "A 3-D float64 tensor should be changed in place too."
+_q = nn.Parameter(torch.empty(7, 3, dtype=torch.float64))
+assert weird_init_(_q) is _q and _q.grad_fn is None and _q.requires_grad, \
+    "A float64 parameter should stay a trainable leaf as well: use torch.no_grad()."
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -294,7 +309,7 @@ def activation_stds(net, x):
     return stds
     ### END SOLUTION
 
-# %% tests grade_id="test_activation_stds" points=3
+# %% tests grade_id="test_activation_stds" points=2
 # Outputs have at least 4096 entries, so the sample and the population std
 # differ by under 1.3e-4 relative; the tolerance 1e-3 accepts both.
 def _close(got, expected):
@@ -316,13 +331,6 @@ assert _close(_got, _expected), \
 assert all(isinstance(v, float) for v in _got), \
     f"The values should be Python floats (use .item()), got {sorted({type(v).__name__ for v in _got})}."
 
-_grad_enabled = []
-_probe = _net[0].register_forward_hook(lambda m, i, o: _grad_enabled.append(torch.is_grad_enabled()))
-activation_stds(_net, _x)
-_probe.remove()
-assert _grad_enabled, "The net's own forward pass never ran: call net(x), its layers' outputs are what we want."
-assert not any(_grad_enabled), \
-    "The forward pass recorded an autograd graph: run net(x) under torch.no_grad() (detaching afterwards is too late)."
 ### BEGIN HIDDEN TESTS
 torch.manual_seed(41)
 _net = nn.Sequential(nn.Linear(16, 32), nn.Sequential(nn.ReLU(), nn.Linear(32, 32), nn.Tanh()), nn.Linear(32, 8))
@@ -354,15 +362,7 @@ except (RuntimeError, TypeError) as _error:
     raise AssertionError("activation_stds failed on a custom module: run net(x) itself and record outputs with hooks.") from _error
 assert _close(_got, [_h1.std().item(), _h2.std().item()]), \
     "The values should follow the forward pass, not the order of registration: record outputs while net(x) runs."
-assert all(len(m._forward_hooks) == 0 for m in _rev.modules()), \
-    "Hooks are left on the net: remove each one with the handle that register_forward_hook returned."
-assert all(p.grad is None for p in _rev.parameters()), "activation_stds should not compute gradients."
 assert all(isinstance(v, float) for v in _got), "Every value should be a Python float, for a custom module too."
-_recording = []
-_rev.early.register_forward_hook(lambda m, i, o: _recording.append(o.requires_grad))
-activation_stds(_rev, _x)
-assert _recording and not any(_recording), \
-    "The outputs inside the forward pass still require grad, so a graph was recorded: use torch.no_grad()."
 _lin = nn.Linear(64, 64)
 _x = torch.randn(128, 64)
 with torch.no_grad():
@@ -370,6 +370,49 @@ with torch.no_grad():
 assert _close(activation_stds(_lin, _x), _expected), "A single nn.Linear as the net should give one value."
 assert _close(activation_stds(_lin, _x), _expected), "A second call should give the same single value."
 assert activation_stds(nn.Sequential(nn.ReLU(), nn.Tanh()), _x) == [], "A net without nn.Linear gives an empty list."
+### END HIDDEN TESTS
+
+# %% tests grade_id="test_activation_stds_no_trace" points=1
+# Measuring leaves no trace: no autograd graph recorded, no hook left on the net.
+torch.manual_seed(42)
+_net = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 4))
+_x = torch.randn(64, 8)
+_grad_enabled = []
+_probe = _net[0].register_forward_hook(lambda m, i, o: _grad_enabled.append(torch.is_grad_enabled()))
+activation_stds(_net, _x)
+_probe.remove()
+assert _grad_enabled, "The net's own forward pass never ran: call net(x), its layers' outputs are what we want."
+assert not any(_grad_enabled), \
+    "The forward pass recorded an autograd graph: run net(x) under torch.no_grad() (detaching afterwards is too late)."
+assert all(len(m._forward_hooks) == 0 for m in _net.modules()), \
+    "Hooks are left on the net: remove each one with the handle that register_forward_hook returned."
+### BEGIN HIDDEN TESTS
+class _Reversed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.late = nn.Linear(32, 16)   # registered first, runs second
+        self.early = nn.Linear(24, 32)
+
+    def forward(self, x):
+        return self.late(torch.relu(self.early(x)))
+
+_rev = _Reversed()
+_x = torch.randn(300, 24)
+try:
+    activation_stds(_rev, _x)
+except Exception:
+    pass  # its values are the first tests cell's business; what it leaves behind is this one's
+assert all(len(m._forward_hooks) == 0 for m in _rev.modules()), \
+    "Hooks are left on the net: remove each one with the handle that register_forward_hook returned."
+assert all(p.grad is None for p in _rev.parameters()), "activation_stds should not compute gradients."
+_recording = []
+_rev.early.register_forward_hook(lambda m, i, o: _recording.append(o.requires_grad))
+try:
+    activation_stds(_rev, _x)
+except Exception:
+    pass
+assert not any(_recording), \
+    "The outputs inside the forward pass still require grad, so a graph was recorded: use torch.no_grad()."
 ### END HIDDEN TESTS
 
 # %% [markdown]

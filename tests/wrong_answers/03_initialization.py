@@ -68,25 +68,25 @@ def weird_init_(tensor):
         tensor.mul_(tensor.abs() < 5)
     return tensor
 
-# %% wrong id=weird_init_ -- no torch.no_grad(), so it breaks on a parameter
+# %% wrong id=weird_init_ fails=test_weird_init__in_place -- no torch.no_grad(), so it breaks on a parameter
 def weird_init_(tensor):
     tensor.uniform_(-10, 10)
     tensor *= tensor.abs() >= 5
     return tensor
 
-# %% wrong id=weird_init_ -- turns requires_grad off to get around autograd
+# %% wrong id=weird_init_ fails=test_weird_init__in_place -- turns requires_grad off to get around autograd
 def weird_init_(tensor):
     tensor.requires_grad_(False)
     tensor.uniform_(-10, 10)
     tensor *= tensor.abs() >= 5
     return tensor
 
-# %% wrong id=weird_init_ -- builds a new tensor instead of changing the argument
+# %% wrong id=weird_init_ fails=test_weird_init__in_place -- builds a new tensor instead of changing the argument
 def weird_init_(tensor):
     values = torch.empty_like(tensor).uniform_(-10, 10)
     return values * (values.abs() >= 5)
 
-# %% wrong id=weird_init_ -- works in place but returns None
+# %% wrong id=weird_init_ fails=test_weird_init__in_place -- works in place but returns None
 def weird_init_(tensor):
     with torch.no_grad():
         tensor.uniform_(-10, 10)
@@ -149,7 +149,7 @@ def activation_stds(net, x):
                 stds.append(x.std().item())
     return stds
 
-# %% wrong id=activation_stds -- reports the weights' std instead of the outputs'
+# %% wrong id=activation_stds fails=test_activation_stds,test_activation_stds_no_trace -- reports the weights' std instead of the outputs'
 def activation_stds(net, x):
     return [m.weight.std().item() for m in net.modules() if isinstance(m, nn.Linear)]
 
@@ -163,7 +163,7 @@ def activation_stds(net, x):
                 stds.append(x.std().item())
     return stds
 
-# %% wrong id=activation_stds -- leaves the hooks on the net
+# %% wrong id=activation_stds fails=test_activation_stds,test_activation_stds_no_trace -- leaves the hooks on the net
 def activation_stds(net, x):
     stds = []
     for m in net.modules():
@@ -191,7 +191,7 @@ def activation_stds(net, x):
             handle.remove()
     return stds
 
-# %% wrong id=activation_stds -- records the graph: no torch.no_grad() around the forward pass
+# %% wrong id=activation_stds fails=test_activation_stds_no_trace -- records the graph: no torch.no_grad() around the forward pass
 def activation_stds(net, x):
     stds = []
     handles = [m.register_forward_hook(lambda mod, inp, out: stds.append(out.std().item()))
@@ -221,7 +221,7 @@ def my_init(m):
         if m.bias is not None:
             weird_init_(m.bias)
 
-# %% wrong id=activation_stds -- detaches each output but runs the forward pass with autograd recording
+# %% wrong id=activation_stds fails=test_activation_stds_no_trace -- detaches each output but runs the forward pass with autograd recording
 def activation_stds(net, x):
     stds = []
     handles = [m.register_forward_hook(lambda mod, inp, out: stds.append(out.detach().std().item()))
