@@ -524,7 +524,7 @@ class MultiWidthNet(nn.Module):
         return self.body(self.inputs[key](X))
     ### END SOLUTION
 
-# %% tests grade_id="test_MultiWidthNet" points=3
+# %% tests grade_id="test_MultiWidthNet" points=2
 def _weight_shapes(module):
     """Shapes of the 2-D parameters (the weights of the linear layers), sorted."""
     return sorted(tuple(p.shape) for p in module.parameters() if p.dim() == 2)
@@ -573,14 +573,6 @@ with torch.no_grad():
     _check_function(_net, _x3, 16, 2)
     _check_function(_net, _x5, 16, 2)
 
-_net64 = MultiWidthNet().to(torch.float64)
-_x4 = torch.randn(3, 4, dtype=torch.float64)
-try:
-    with torch.no_grad():
-        _check_function(_net64, _x4, 16, 1)
-except RuntimeError as _error:
-    raise AssertionError("A width first seen after net.to(torch.float64) failed: make the new input layer with the "
-                         "device and dtype of the network (e.g. of the output layer's weight), not the defaults.") from _error
 ### BEGIN HIDDEN TESTS
 torch.manual_seed(41)
 _net = MultiWidthNet(hidden=8, out_features=3)
@@ -600,24 +592,45 @@ assert len(_net.state_dict()) == _count, "Every parameter should appear in state
 with torch.no_grad():
     for _d, _x in _inputs.items():
         _check_function(_net, _x, 8, 3)
-_net.to(torch.float64)
-assert all(p.dtype == torch.float64 for p in _net.parameters()), \
-    ".to(torch.float64) missed some layers: are they all registered?"
-assert _net(torch.randn(4, 2, dtype=torch.float64)).dtype == torch.float64, \
-    "After .to(torch.float64) a known width should work with float64 input."
-try:
-    with torch.no_grad():
-        _check_function(_net, torch.randn(6, 9, dtype=torch.float64) * 3, 8, 3)
-        _check_function(_net, torch.randn(2, 7, dtype=torch.float64), 8, 3)
-except RuntimeError as _error:
-    raise AssertionError("A new width after net.to(torch.float64), with widths seen before it, failed: make each "
-                         "new input layer on the network's current device and dtype.") from _error
-assert all(p.dtype == torch.float64 for p in _net.parameters()), \
-    "An input layer added after .to(torch.float64) should be float64 too."
 _default = MultiWidthNet()
 assert tuple(_default(torch.randn(3, 4)).shape) == (3, 1), "The defaults should be hidden=16, out_features=1."
 assert _weight_shapes(_default) == [(1, 16), (16, 4)], \
     f"With the defaults, expected weights (16, 4) and (1, 16), got {_weight_shapes(_default)}."
+### END HIDDEN TESTS
+
+# %% tests grade_id="test_MultiWidthNet_dtype" points=1
+# A width first seen after .to(...): its input layer is made where the network lives.
+# (What the network computes is the first tests cell's business; here only where it runs.)
+_net64 = MultiWidthNet().to(torch.float64)
+_x4 = torch.randn(3, 4, dtype=torch.float64)
+try:
+    with torch.no_grad():
+        _y4 = _net64(_x4)
+except RuntimeError as _error:
+    raise AssertionError("A width first seen after net.to(torch.float64) failed: make the new input layer with the "
+                         "device and dtype of the network (e.g. of the output layer's weight), not the defaults.") from _error
+assert _y4.dtype == torch.float64, f"A float64 input to a float64 network gave a {_y4.dtype} output."
+assert all(p.dtype == torch.float64 for p in _net64.parameters()), \
+    "The input layer made after .to(torch.float64) should be float64 too, like the rest of the network."
+### BEGIN HIDDEN TESTS
+torch.manual_seed(42)
+_net = MultiWidthNet(hidden=8, out_features=3)
+_net(torch.randn(5, 1)), _net(torch.randn(2, 7))  # two widths seen in float32
+_net.to(torch.float64)
+assert all(p.dtype == torch.float64 for p in _net.parameters()), \
+    ".to(torch.float64) missed some layers: are they all registered?"
+assert _net(torch.randn(4, 7, dtype=torch.float64)).dtype == torch.float64, \
+    "After .to(torch.float64) a known width should work with float64 input."
+try:
+    with torch.no_grad():
+        _y9 = _net(torch.randn(6, 9, dtype=torch.float64) * 3)
+        _y7 = _net(torch.randn(2, 7, dtype=torch.float64))
+except RuntimeError as _error:
+    raise AssertionError("A new width after net.to(torch.float64), with widths seen before it, failed: make each "
+                         "new input layer on the network's current device and dtype.") from _error
+assert _y9.dtype == _y7.dtype == torch.float64, "Outputs of a float64 network should be float64."
+assert all(p.dtype == torch.float64 for p in _net.parameters()), \
+    "An input layer added after .to(torch.float64) should be float64 too."
 ### END HIDDEN TESTS
 
 # %% [markdown]

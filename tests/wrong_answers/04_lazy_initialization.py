@@ -290,7 +290,7 @@ def infer_shapes(net, input_shape):
             module.train(training)
     return [(name, tuple(p.shape)) for name, p in net.named_parameters()]
 
-# %% wrong id=MultiWidthNet -- one lazy input layer for every width: it fixes its width at the first batch
+# %% wrong id=MultiWidthNet fails=test_MultiWidthNet,test_MultiWidthNet_dtype -- one lazy input layer for every width: it fixes its width at the first batch
 class MultiWidthNet(nn.Module):
     def __init__(self, hidden=16, out_features=1):
         super().__init__()
@@ -299,7 +299,7 @@ class MultiWidthNet(nn.Module):
     def forward(self, X):
         return self.net(X)
 
-# %% wrong id=MultiWidthNet -- keeps the input layers in a plain dict, so they are not registered
+# %% wrong id=MultiWidthNet fails=test_MultiWidthNet,test_MultiWidthNet_dtype -- keeps the input layers in a plain dict, so they are not registered
 class MultiWidthNet(nn.Module):
     def __init__(self, hidden=16, out_features=1):
         super().__init__()
@@ -401,7 +401,7 @@ class MultiWidthNet(nn.Module):
             self.inputs[key] = nn.LazyLinear(self.hidden, device=shared.device, dtype=shared.dtype)
         return torch.relu(self.output(self.inputs[key](X)))
 
-# %% wrong id=MultiWidthNet -- makes a new input layer on the default dtype: a new width after .to(torch.float64) fails
+# %% wrong id=MultiWidthNet fails=test_MultiWidthNet_dtype -- makes a new input layer on the default dtype: a new width after .to(torch.float64) fails
 class MultiWidthNet(nn.Module):
     def __init__(self, hidden=16, out_features=1):
         super().__init__()
