@@ -278,16 +278,29 @@ class FixedHiddenMLP(nn.Module):
         return X.sum()
         ### END SOLUTION
 
-# %% tests grade_id="test_FixedHiddenMLP" points=3
+# %% tests grade_id="test_FixedHiddenMLP" points=2
+def _parts(net):
+    """The constant (in, in) weight (wherever it is kept) and the one linear layer."""
+    (linear,) = [m for m in net.modules() if isinstance(m, nn.Linear)]
+    inside = [id(p) for p in linear.parameters()]
+    kept = [*net.buffers(), *net.parameters(), *[v for v in vars(net).values() if isinstance(v, torch.Tensor)]]
+    constants = list({id(t): t for t in kept if id(t) not in inside and t.dim() == 2}.values())
+    assert len(constants) == 1, "Expected one constant (in_features, in_features) weight besides the linear layer."
+    return constants[0], linear
+
+def _reference(net, X):
+    """The expected output, computed from the net's own constant weight and linear layer."""
+    weight, linear = _parts(net)
+    with torch.no_grad():
+        X = F.relu(linear(X) @ weight + 1)
+        X = linear(X)
+        while X.abs().sum() > 1:
+            X = X / 2
+        return X.sum()
+
 torch.manual_seed(5)
 _net = FixedHiddenMLP()
 _X = torch.rand(2, 20)
-assert len(list(_net.buffers())) == 1 and list(_net.buffers())[0].shape == (20, 20), \
-    "Expected one (20, 20) buffer: register the constant weight with register_buffer."
-assert len(list(_net.parameters())) == 2, \
-    "Only the linear layer's weight and bias should be parameters: is the constant an nn.Parameter, or are there two linear layers?"
-assert all(name in _net.state_dict() for name, _ in _net.named_buffers()), \
-    "The constant weight is missing from the state_dict, so a saved model would lose it: register a persistent buffer (no persistent=False)."
 _y = _net(_X)
 assert _y.dim() == 0, f"forward should return a scalar (0-dim tensor), got shape {tuple(_y.shape)}."
 assert abs(_y.item()) <= 1 + 1e-6, "After the loop the absolute sum is at most 1: is the while-loop there?"
@@ -298,8 +311,7 @@ assert torch.equal(_net(_X), _y), \
 # W = [[0, 1], [0, 0]]. For X = [[3, 0]]: X @ W = [0, 3]; +1 and ReLU give [1, 4];
 # the identity keeps [1, 4]; halving three times gives [0.125, 0.5]; the sum is 0.625.
 _small = FixedHiddenMLP(2)
-(_weight,) = list(_small.buffers())
-(_linear,) = [m for m in _small.modules() if isinstance(m, nn.Linear)]
+_weight, _linear = _parts(_small)
 with torch.no_grad():
     _weight.copy_(torch.tensor([[0.0, 1.0], [0.0, 0.0]]))
     _linear.weight.copy_(torch.eye(2))
@@ -309,36 +321,41 @@ assert _hand != 1.0, "The constant weight is applied as X @ W.T (F.linear(X, W) 
 assert abs(_hand - 0.625) < 1e-6, \
     f"For the worked example the output should be 0.625, got {_hand}: check the order linear -> X @ W + 1 -> relu -> same linear -> halve -> sum."
 ### BEGIN HIDDEN TESTS
-def _reference(net, X):
-    """The expected output, computed from the net's own buffer and linear layer."""
-    (weight,) = list(net.buffers())
-    (linear,) = [m for m in net.modules() if isinstance(m, nn.Linear)]
-    X = F.relu(linear(X) @ weight + 1)
-    X = linear(X)
-    while X.abs().sum() > 1:
-        X = X / 2
-    return X.sum()
-
 assert torch.allclose(_net(_X), _reference(_net, _X)), "The output differs from the specified computation."
 torch.manual_seed(6)
 _net = FixedHiddenMLP(7)
 _X = torch.rand(3, 7) * 10
-assert list(_net.buffers())[0].shape == (7, 7), "The constant weight should be (in_features, in_features)."
-assert [name for name, _ in _net.named_buffers() if name in _net.state_dict()] != [], \
-    "The constant weight should be saved in the state_dict (a persistent buffer)."
 _y = _net(_X)
 assert torch.allclose(_y, _reference(_net, _X)), "The output differs from the specified computation."
 assert abs(_y.item()) <= 1 + 1e-6, "After the loop the absolute sum is at most 1: is the while-loop there?"
 assert torch.equal(_net(_X), _y), "Two calls on the same input should agree: is the constant drawn in forward?"
-_y.backward()
+_big = FixedHiddenMLP(30)
+_Z = torch.rand(4, 30) * 100
+assert torch.allclose(_big(_Z), _reference(_big, _Z)), "The output differs on a large input."
+### END HIDDEN TESTS
+
+# %% tests grade_id="test_FixedHiddenMLP_buffer" points=1
+# The constant is a buffer: not trained, saved in the state_dict, moved by .to().
+torch.manual_seed(5)
+_net = FixedHiddenMLP()
+assert len(list(_net.buffers())) == 1 and list(_net.buffers())[0].shape == (20, 20), \
+    "Expected one (20, 20) buffer: register the constant weight with register_buffer."
+assert len(list(_net.parameters())) == 2, \
+    "Only the linear layer's weight and bias should be parameters: is the constant an nn.Parameter, or are there two linear layers?"
+assert all(name in _net.state_dict() for name, _ in _net.named_buffers()), \
+    "The constant weight is missing from the state_dict, so a saved model would lose it: register a persistent buffer (no persistent=False)."
+### BEGIN HIDDEN TESTS
+torch.manual_seed(6)
+_net = FixedHiddenMLP(7)
+assert list(_net.buffers())[0].shape == (7, 7), "The constant weight should be (in_features, in_features)."
+assert [name for name, _ in _net.named_buffers() if name in _net.state_dict()] != [], \
+    "The constant weight should be saved in the state_dict (a persistent buffer)."
+_net(torch.rand(3, 7) * 10).backward()
 (_lin,) = [m for m in _net.modules() if isinstance(m, nn.Linear)]
 assert _lin.weight.grad is not None, "Gradients should reach the linear layer."
 assert not list(_net.buffers())[0].requires_grad, "The constant weight must not require gradients."
 _net.to(torch.float64)
 assert list(_net.buffers())[0].dtype == torch.float64, ".to() should convert the constant too: it must be a buffer."
-_big = FixedHiddenMLP(30)
-_Z = torch.rand(4, 30) * 100
-assert torch.allclose(_big(_Z), _reference(_big, _Z)), "The output differs on a large input."
 ### END HIDDEN TESTS
 
 # %% [markdown]
