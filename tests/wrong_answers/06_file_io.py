@@ -183,11 +183,11 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     random.setstate(state["python_rng"])
     return state["epoch"]
 
-# %% wrong id=atomic_save -- overwrites the file in place with torch.save
+# %% wrong id=atomic_save fails=test_atomic_save_crashes -- overwrites the file in place with torch.save
 def atomic_save(obj, path):
     torch.save(obj, path)
 
-# %% wrong id=atomic_save -- deletes the old file first, then writes and renames
+# %% wrong id=atomic_save fails=test_atomic_save_crashes -- deletes the old file first, then writes and renames
 def atomic_save(obj, path):
     if os.path.exists(path):
         os.remove(path)
@@ -195,7 +195,7 @@ def atomic_save(obj, path):
     torch.save(obj, tmp)
     os.replace(tmp, path)
 
-# %% wrong id=atomic_save -- moves the temporary file into place in a finally block, even after a failure
+# %% wrong id=atomic_save fails=test_atomic_save_crashes -- moves the temporary file into place in a finally block, even after a failure
 def atomic_save(obj, path):
     tmp = str(path) + ".tmp"
     try:
@@ -203,7 +203,7 @@ def atomic_save(obj, path):
     finally:
         os.replace(tmp, path)
 
-# %% wrong id=atomic_save -- builds the temporary name with + and breaks on a pathlib.Path
+# %% wrong id=atomic_save fails=test_atomic_save,test_atomic_save_crashes -- builds the temporary name with + and breaks on a pathlib.Path
 def atomic_save(obj, path):
     tmp = path + ".tmp"
     try:
@@ -214,13 +214,13 @@ def atomic_save(obj, path):
             os.remove(tmp)
         raise
 
-# %% wrong id=atomic_save -- leaves its temporary file behind when the write fails
+# %% wrong id=atomic_save fails=test_atomic_save_crashes -- leaves its temporary file behind when the write fails
 def atomic_save(obj, path):
     tmp = f"{path}.tmp"
     torch.save(obj, tmp)
     os.replace(tmp, path)
 
-# %% wrong id=atomic_save -- writes the temporary file in the system's temp folder, maybe another file system
+# %% wrong id=atomic_save fails=test_atomic_save_crashes -- writes the temporary file in the system's temp folder, maybe another file system
 def atomic_save(obj, path):
     fd, tmp = tempfile.mkstemp(suffix=".pt")
     os.close(fd)
@@ -231,7 +231,7 @@ def atomic_save(obj, path):
         os.remove(tmp)
         raise
 
-# %% wrong id=atomic_save -- catches the error and carries on, so the caller thinks the save worked
+# %% wrong id=atomic_save fails=test_atomic_save_crashes -- catches the error and carries on, so the caller thinks the save worked
 def atomic_save(obj, path):
     tmp = f"{path}.tmp"
     try:
@@ -241,7 +241,7 @@ def atomic_save(obj, path):
         if os.path.exists(tmp):
             os.remove(tmp)
 
-# %% wrong id=atomic_save -- copies the temporary file over path (not atomic) and keeps the copy
+# %% wrong id=atomic_save fails=test_atomic_save,test_atomic_save_crashes -- copies the temporary file over path (not atomic) and keeps the copy
 def atomic_save(obj, path):
     import shutil
     tmp = f"{path}.tmp"
@@ -252,7 +252,7 @@ def atomic_save(obj, path):
         raise
     shutil.copyfile(tmp, path)
 
-# %% wrong id=atomic_save -- pickles into memory first (so a pickling error cannot touch path), then writes path itself
+# %% wrong id=atomic_save fails=test_atomic_save_crashes -- pickles into memory first (so a pickling error cannot touch path), then writes path itself
 def atomic_save(obj, path):
     import io
     buffer = io.BytesIO()
@@ -260,14 +260,14 @@ def atomic_save(obj, path):
     with open(path, "wb") as f:
         f.write(buffer.getvalue())
 
-# %% wrong id=atomic_save -- pickles into memory first, then writes path with Path.write_bytes
+# %% wrong id=atomic_save fails=test_atomic_save_crashes -- pickles into memory first, then writes path with Path.write_bytes
 def atomic_save(obj, path):
     import io
     buffer = io.BytesIO()
     torch.save(obj, buffer)
     Path(path).write_bytes(buffer.getvalue())
 
-# %% wrong id=atomic_save -- removes its temporary file when torch.save fails, but not when os.replace does
+# %% wrong id=atomic_save fails=test_atomic_save_crashes -- removes its temporary file when torch.save fails, but not when os.replace does
 def atomic_save(obj, path):
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
