@@ -19,6 +19,8 @@ import submissions
 A = "01_blocks"
 POINTS = submissions.points(A)  # graded test cell -> points, in notebook order
 FULL = sum(POINTS.values())
+# The first wrong-answer fixture (a MySequential mistake) and the points of every clause cell it fails.
+WRONG_LOSES = sum(POINTS[t] for t in submissions.first_wrong(A).fails)
 # What each kind of case exercises; every path that grades is checked on every kind.
 KINDS = {
     "scoring": "right, blank and partly wrong answers",
@@ -247,7 +249,7 @@ print("SPAWNED")
             "one_wrong.ipynb",
             "one_wrong",
             "scoring",
-            FULL - POINTS["test_MySequential"],
+            FULL - WRONG_LOSES,
             "graded",
             "failed: test_MySequential",
             _notebook("one_wrong.ipynb", lambda: submissions.answered(A, {wrong.answer_id: wrong.code})),
@@ -347,7 +349,7 @@ print("SPAWNED")
             "edited_tests.ipynb",
             "edited_tests",
             "repair",
-            FULL - POINTS["test_MySequential"],
+            FULL - WRONG_LOSES,
             "graded",
             "test_MySequential: read-only cell was edited",
             _notebook("edited_tests.ipynb", _edited_tests),
@@ -383,7 +385,7 @@ print("SPAWNED")
             "changed_points.ipynb",
             "changed_points",
             "repair",
-            FULL - POINTS["test_MySequential"],
+            FULL - WRONG_LOSES,
             "graded",
             "points changed to 100",
             _notebook("changed_points.ipynb", _points),

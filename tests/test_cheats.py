@@ -107,7 +107,10 @@ def test_the_flags_column_names_what_was_tried_and_where(graded):
 def test_a_cheat_loses_the_points_of_a_right_answer_it_broke(graded):
     """A correct answer whose tests were tampered with during the run keeps nothing for that item."""
     row = graded["rows"]["leak_caller_source"]
-    assert row.items["test_MySequential"] == 0 and row.score == full_score(A) - points(A)["test_MySequential"]
+    item = [t for t in points(A) if t == "test_MySequential" or t.startswith("test_MySequential_")]
+    assert len(item) > 1, "MySequential's clauses are tests cells of their own"
+    assert all(row.items[t] == 0 for t in item), row.items
+    assert row.score == full_score(A) - sum(points(A)[t] for t in item)
 
 
 def test_the_class_report_lists_the_flagged(graded):

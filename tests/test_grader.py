@@ -80,7 +80,7 @@ def test_every_student_gets_exactly_one_row(graded):
     assert sorted(r["student_id"] for r in rows) == sorted(c.student for c in graded["cases"])
     assert set(rows[0]) >= {"student_id", "score", "max_score", "status", "detail"}
     by_id = {r["student_id"]: r for r in rows}
-    expected = grader_cases.FULL - grader_cases.POINTS["test_MySequential"]
+    expected = grader_cases.FULL - grader_cases.WRONG_LOSES
     assert by_id["one_wrong"]["test_MySequential"] == "0" and float(by_id["one_wrong"]["score"]) == expected
     assert by_id["truncated"]["status"] == "invalid"
 

@@ -30,10 +30,11 @@ def test_grading_with_a_postgresql_gradebook(tmp_path, postgres_url):
     root = tmp_path / "course"
     course.temporary_course(root, [A])
     rows = grade.run(grade.Options(A, folder, jobs=2, cell_timeout=30, root=root, db_url=postgres_url))
+    full, points = submissions.full_score(A), submissions.points(A)
     assert {r.student_id: (r.status, r.score) for r in rows} == {
-        "correct": ("graded", 10),
+        "correct": ("graded", full),
         "blank": ("graded", 0),
-        "one_wrong": ("graded", 7),
+        "one_wrong": ("graded", full - sum(points[t] for t in wrong.fails)),
     }
     assert not (root / "gradebook.db").exists(), "the SQLite gradebook must not be used"
     with psycopg.connect(postgres_url) as connection, connection.cursor() as cursor:

@@ -78,7 +78,7 @@ class MySequential(nn.Module):
         return len(self._modules)
         ### END SOLUTION
 
-# %% tests grade_id="test_MySequential" points=3
+# %% tests grade_id="test_MySequential" points=1
 torch.manual_seed(1)
 _layers = [nn.Linear(6, 5), nn.ReLU(), nn.Linear(5, 3)]
 _net = MySequential(*_layers)
@@ -93,7 +93,27 @@ except RuntimeError as _e:
     _out, _error = None, f" (it raised: {_e})"
 assert _out is not None and torch.equal(_out, _layers[2](_layers[1](_layers[0](_X)))), \
     f"forward should apply the modules one after another, in the order given{_error}."
+### BEGIN HIDDEN TESTS
+torch.manual_seed(2)
+_a, _b = nn.Linear(3, 3), nn.Linear(3, 3)
+_order = MySequential(_a, nn.ReLU(), _b, nn.Tanh())
+_Y = torch.randn(5, 3)
+assert torch.equal(_order(_Y), torch.tanh(_b(torch.relu(_a(_Y))))), \
+    "forward should apply the modules one after another, in the order given."
+_moved = MySequential(_a, nn.ReLU(), _b)
+_moved.to(torch.float64)
+assert _a.weight.dtype == torch.float64, \
+    ".to() did not reach the children: are they registered with add_module (or as attributes)?"
+assert "Linear" in repr(MySequential(nn.Linear(2, 2))), \
+    "print(net) should show the children: are they registered?"
+_single = nn.Linear(2, 2)
+assert MySequential(_single)[0] is _single and len(MySequential(_single)) == 1, \
+    "A single module passed positionally should be the only child."
+### END HIDDEN TESTS
 
+# %% tests grade_id="test_MySequential_ordereddict" points=1
+# One OrderedDict of (name, module) pairs instead of modules passed one by one.
+_X = torch.randn(4, 6)
 try:
     _named, _error = MySequential(OrderedDict([("hidden", nn.Linear(6, 5)), ("act", nn.ReLU()), ("out", nn.Linear(5, 3))])), ""
 except TypeError as _e:
@@ -103,7 +123,16 @@ assert _named is not None, \
 assert "hidden.weight" in _named.state_dict(), \
     "With an OrderedDict, the children should be registered under its keys ('hidden.weight' is missing)."
 assert _named(_X).shape == (4, 3), "forward on an OrderedDict-built net should give the last layer's output shape."
+### BEGIN HIDDEN TESTS
+_a, _b = nn.Linear(3, 3), nn.Linear(3, 3)
+_named = MySequential(OrderedDict([("first", _a), ("second", _b)]))
+assert list(_named.state_dict()) == ["first.weight", "first.bias", "second.weight", "second.bias"], \
+    "With an OrderedDict, the children should be registered under its keys, in its order."
+assert len(_named) == 2 and _named[1] is _b, "net[i] and len(net) should also work for an OrderedDict-built net."
+### END HIDDEN TESTS
 
+# %% tests grade_id="test_MySequential_repeated" points=1
+# A module passed twice is applied twice, as nn.Sequential does.
 _double = nn.Linear(1, 1)  # doubles its input
 with torch.no_grad():
     _double.weight.fill_(2.0)
@@ -120,24 +149,7 @@ except IndexError:
 assert _second is _double, \
     "net[1] should be the module passed second, even when it was also passed first: does net[i] index children(), which yields it once?"
 ### BEGIN HIDDEN TESTS
-torch.manual_seed(2)
-_a, _b = nn.Linear(3, 3), nn.Linear(3, 3)
-_order = MySequential(_a, nn.ReLU(), _b, nn.Tanh())
 _Y = torch.randn(5, 3)
-assert torch.equal(_order(_Y), torch.tanh(_b(torch.relu(_a(_Y))))), \
-    "forward should apply the modules one after another, in the order given."
-_named = MySequential(OrderedDict([("first", _a), ("second", _b)]))
-assert list(_named.state_dict()) == ["first.weight", "first.bias", "second.weight", "second.bias"], \
-    "With an OrderedDict, the children should be registered under its keys, in its order."
-assert len(_named) == 2 and _named[1] is _b, "net[i] and len(net) should also work for an OrderedDict-built net."
-_named.to(torch.float64)
-assert _a.weight.dtype == torch.float64, \
-    ".to() did not reach the children: are they registered with add_module (or as attributes)?"
-assert "Linear" in repr(MySequential(nn.Linear(2, 2))), \
-    "print(net) should show the children: are they registered?"
-_single = nn.Linear(2, 2)
-assert MySequential(_single)[0] is _single and len(MySequential(_single)) == 1, \
-    "A single module passed positionally should be the only child."
 _lin, _act = nn.Linear(3, 3), nn.Tanh()
 _repeated = MySequential(_lin, _act, _lin, _act)
 assert torch.equal(_repeated(_Y), torch.tanh(_lin(torch.tanh(_lin(_Y))))), \

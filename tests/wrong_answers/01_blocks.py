@@ -1,7 +1,7 @@
 # Wrong answers students really write for exercise 1, one cell each.
 # Each must lose exactly its own item's points (see tools/cells.py).
 
-# %% wrong id=MySequential -- keeps the modules in a plain Python list
+# %% wrong id=MySequential fails=test_MySequential,test_MySequential_ordereddict,test_MySequential_repeated -- keeps the modules in a plain Python list
 class MySequential(nn.Module):
     def __init__(self, *modules):
         super().__init__()
@@ -18,7 +18,7 @@ class MySequential(nn.Module):
     def __len__(self):
         return len(self.layers)
 
-# %% wrong id=MySequential -- registers an OrderedDict argument as if it were one module
+# %% wrong id=MySequential fails=test_MySequential_ordereddict,test_MySequential_repeated -- registers an OrderedDict argument as if it were one module
 class MySequential(nn.Module):
     def __init__(self, *modules):
         super().__init__()
@@ -36,7 +36,7 @@ class MySequential(nn.Module):
     def __len__(self):
         return len(self._modules)
 
-# %% wrong id=MySequential -- numbers the OrderedDict's modules instead of using its names
+# %% wrong id=MySequential fails=test_MySequential_ordereddict,test_MySequential_repeated -- numbers the OrderedDict's modules instead of using its names
 class MySequential(nn.Module):
     def __init__(self, *modules):
         super().__init__()
@@ -56,7 +56,7 @@ class MySequential(nn.Module):
     def __len__(self):
         return len(self._modules)
 
-# %% wrong id=MySequential -- looks children up by str(i), which fails for named ones
+# %% wrong id=MySequential fails=test_MySequential_ordereddict,test_MySequential_repeated -- looks children up by str(i), which fails for named ones
 class MySequential(nn.Module):
     def __init__(self, *modules):
         super().__init__()
@@ -200,7 +200,7 @@ class FixedHiddenMLP(nn.Module):
             X = X / 2
         return X.sum()
 
-# %% wrong id=MySequential -- loops over children(), so a module passed twice runs once
+# %% wrong id=MySequential fails=test_MySequential_repeated -- loops over children(), so a module passed twice runs once
 class MySequential(nn.Module):
     def __init__(self, *modules):
         super().__init__()
@@ -237,7 +237,7 @@ class FixedHiddenMLP(nn.Module):
             X = X / 2
         return X.sum()
 
-# %% wrong id=MySequential -- runs the set of its modules, which drops a repeat and loses the order
+# %% wrong id=MySequential fails=test_MySequential,test_MySequential_repeated -- runs the set of its modules, which drops a repeat and loses the order
 class MySequential(nn.Module):
     def __init__(self, *modules):
         super().__init__()
@@ -259,7 +259,7 @@ class MySequential(nn.Module):
     def __len__(self):
         return len(self._modules)
 
-# %% wrong id=MySequential -- forward right, but net[i] indexes children(), so a repeated module has one index
+# %% wrong id=MySequential fails=test_MySequential_repeated -- forward right, but net[i] indexes children(), so a repeated module has one index
 class MySequential(nn.Module):
     def __init__(self, *modules):
         super().__init__()
@@ -281,7 +281,7 @@ class MySequential(nn.Module):
     def __len__(self):
         return len(self._modules)
 
-# %% wrong id=MySequential -- forward right, but len() counts children(), so a repeated module counts once
+# %% wrong id=MySequential fails=test_MySequential_repeated -- forward right, but len() counts children(), so a repeated module counts once
 class MySequential(nn.Module):
     def __init__(self, *modules):
         super().__init__()
@@ -303,7 +303,7 @@ class MySequential(nn.Module):
     def __len__(self):
         return len(list(self.children()))
 
-# %% wrong id=MySequential -- keys the children by module, so a module passed twice is registered once
+# %% wrong id=MySequential fails=test_MySequential_repeated -- keys the children by module, so a module passed twice is registered once
 class MySequential(nn.Module):
     def __init__(self, *modules):
         super().__init__()
