@@ -237,7 +237,7 @@ class FixedHiddenMLP(nn.Module):
             X = X / 2
         return X.sum()
 
-# %% wrong id=MySequential fails=test_MySequential,test_MySequential_repeated -- runs the set of its modules, which drops a repeat and loses the order
+# %% wrong id=MySequential fails=test_MySequential_repeated -- runs each distinct module once (dict.fromkeys keeps the order but drops a repeat)
 class MySequential(nn.Module):
     def __init__(self, *modules):
         super().__init__()
@@ -249,7 +249,7 @@ class MySequential(nn.Module):
             self.add_module(name, module)
 
     def forward(self, X):
-        for module in set(self._modules.values()):
+        for module in dict.fromkeys(self._modules.values()):
             X = module(X)
         return X
 
