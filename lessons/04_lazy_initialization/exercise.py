@@ -303,10 +303,15 @@ assert all(m.training for m in _conv_bn.modules()), \
 ### END HIDDEN TESTS
 
 # %% tests grade_id="test_apply_init_when_it_raises" points=1
-# A dry run that raises: the error reaches the caller, and the modes still come back (try/finally).
-_works = nn.Sequential(nn.LazyLinear(2))
-apply_init(_works, torch.zeros(2, 3))
-assert _works[0].weight.shape == (2, 3), \
+# A dry run that raises: the error reaches the caller, and the modes come back just as after a dry run that
+# works (try/finally). Which modes are the right ones is the previous cell's business; here only that an
+# error in the dry run changes nothing about them.
+def _modes(net):
+    return [m.training for m in net.modules()]
+
+_works = nn.Sequential(nn.LazyLinear(3), nn.Linear(3, 1))
+apply_init(_works, torch.zeros(2, 4))
+assert _works[0].weight.shape == (3, 4), \
     "apply_init should first work when the dry run succeeds (see the first tests cell of this item)."
 _failing = nn.Sequential(nn.LazyLinear(3), nn.Linear(5, 1))  # 3 features out, 5 expected: the dry run raises
 try:
@@ -316,26 +321,35 @@ except RuntimeError:
 else:
     raise AssertionError("The dry run of a network whose widths do not fit raised no error: "
                          "let the error reach the caller (try/finally, without an except that swallows it).")
-assert _failing.training and _failing[0].training and _failing[1].training, \
-    "When the dry run raises, the network should still get its training mode back: restore it in a finally block."
+assert _modes(_failing) == _modes(_works), \
+    "When the dry run raises, the network should still get its training mode back (as it does when the dry run " \
+    "works): restore it in a finally block."
 ### BEGIN HIDDEN TESTS
+_works = nn.Sequential(nn.LazyLinear(4), nn.LazyBatchNorm1d(), nn.Sequential(nn.ReLU(), nn.Linear(4, 1)))
 _failing = nn.Sequential(nn.LazyLinear(4), nn.LazyBatchNorm1d(), nn.Sequential(nn.ReLU(), nn.Linear(7, 1)))
+_works[1].eval()
 _failing[1].eval()  # frozen BatchNorm; the nested Linear expects 7 features, gets 4: the dry run raises
+apply_init(_works, torch.randn(3, 2))
 try:
     apply_init(_failing, torch.randn(3, 2))
 except RuntimeError:
     pass
 else:
     raise AssertionError("A dry run that fails deep inside the network should raise its error to the caller.")
-assert [m.training for m in _failing.modules()] == [True, True, False, True, True, True], \
-    "After a failing dry run every submodule should have its own mode back (the BatchNorm in eval, the rest in train)."
+assert _modes(_failing) == _modes(_works), \
+    "After a failing dry run every submodule should have its own mode back, as after one that works: restore " \
+    "the modes in a finally block."
+_works_eval = nn.Sequential(nn.LazyLinear(3), nn.Linear(3, 1)).eval()
 _failing_eval = nn.Sequential(nn.LazyLinear(3), nn.Linear(5, 1)).eval()
+apply_init(_works_eval, torch.zeros(2, 4))
 try:
     apply_init(_failing_eval, torch.zeros(2, 4))
 except RuntimeError:
     pass
-assert not any(m.training for m in _failing_eval.modules()), \
-    "A network in eval mode should stay in eval mode after a failing dry run."
+else:
+    raise AssertionError("The dry run of a network in eval mode whose widths do not fit raised no error.")
+assert _modes(_failing_eval) == _modes(_works_eval), \
+    "A network in eval mode should stay in eval mode after a failing dry run, as after one that works."
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -562,6 +576,9 @@ except RuntimeError as _error:
 assert tuple(_y5.shape) == (6, 2), f"A (6, 5) input should give a (6, 2) output, got {tuple(_y5.shape)}."
 assert torch.equal(_net(_x3), _y3), \
     "The same width-3 input gave another output the second time: reuse the layer made for width 3, do not make a new one."
+assert torch.allclose(_net(_x3[:2]), _y3[:2], rtol=1e-5, atol=1e-6), \
+    "Two rows of width 3 did not go through the layer made for width 3: a new batch size of a known width must not " \
+    "add a layer; key the input layers on the width X.shape[-1]."
 assert _weight_shapes(_net) == [(2, 16), (16, 3), (16, 5)], \
     f"Expected registered weights (16, 3), (16, 5) and one shared (2, 16), got {_weight_shapes(_net)}: keep the " \
     "input layers in an nn.ModuleDict (not a plain dict) and use one Linear(hidden, out_features) for all widths."
@@ -572,6 +589,20 @@ assert not _no_grad, f"{_no_grad} got no gradient: every registered layer should
 with torch.no_grad():
     _check_function(_net, _x3, 16, 2)
     _check_function(_net, _x5, 16, 2)
+_net.to(torch.float64)  # the input layers made so far move with the rest
+assert all(p.dtype == torch.float64 for p in _net.parameters()), \
+    ".to(torch.float64) missed some layers: are they all registered?"
+try:
+    _y64 = _net(_x3.double())
+except RuntimeError as _error:
+    raise AssertionError("After .to(torch.float64) a known width should work with float64 input: keep the input "
+                         "layers in an nn.ModuleDict, so that .to() moves them.") from _error
+assert _y64.dtype == torch.float64, "Outputs of a float64 network should be float64."
+_default = MultiWidthNet()
+assert tuple(_default(torch.randn(3, 4)).shape) == (3, 1), \
+    "The defaults should be hidden=16, out_features=1 (and the layers sized by the constructor's arguments)."
+assert _weight_shapes(_default) == [(1, 16), (16, 4)], \
+    f"With the defaults, expected weights (16, 4) and (1, 16), got {_weight_shapes(_default)}."
 
 ### BEGIN HIDDEN TESTS
 torch.manual_seed(41)
@@ -592,15 +623,29 @@ assert len(_net.state_dict()) == _count, "Every parameter should appear in state
 with torch.no_grad():
     for _d, _x in _inputs.items():
         _check_function(_net, _x, 8, 3)
-_default = MultiWidthNet()
-assert tuple(_default(torch.randn(3, 4)).shape) == (3, 1), "The defaults should be hidden=16, out_features=1."
-assert _weight_shapes(_default) == [(1, 16), (16, 4)], \
-    f"With the defaults, expected weights (16, 4) and (1, 16), got {_weight_shapes(_default)}."
+_default = MultiWidthNet(out_features=4)
+assert tuple(_default(torch.randn(3, 2)).shape) == (3, 4), \
+    "MultiWidthNet(out_features=4) should keep hidden=16 and give 4 columns."
+assert _weight_shapes(_default) == [(4, 16), (16, 2)], \
+    f"With hidden=16 and out_features=4, expected weights (16, 2) and (4, 16), got {_weight_shapes(_default)}."
+
+torch.manual_seed(42)
+_net = MultiWidthNet(hidden=8, out_features=3)
+_net(torch.randn(5, 1)), _net(torch.randn(2, 7))  # two widths seen in float32
+_net.to(torch.float64)
+assert all(p.dtype == torch.float64 for p in _net.parameters()), \
+    ".to(torch.float64) missed some layers: are they all registered?"
+assert _net(torch.randn(4, 7, dtype=torch.float64)).dtype == torch.float64, \
+    "After .to(torch.float64) a known width should work with float64 input."
+with torch.no_grad():
+    _check_function(_net, torch.randn(3, 1, dtype=torch.float64), 8, 3)
+    _check_function(_net, torch.randn(6, 7, dtype=torch.float64), 8, 3)
 ### END HIDDEN TESTS
 
 # %% tests grade_id="test_MultiWidthNet_dtype" points=1
-# A width first seen after .to(...): its input layer is made where the network lives.
-# (What the network computes is the first tests cell's business; here only where it runs.)
+# A width first seen after .to(...): its input layer is made where the network lives now.
+# (What the network computes, and that .to() moves the layers made so far, is the first tests cell's business;
+# here only where a new input layer is made.)
 _net64 = MultiWidthNet().to(torch.float64)
 _x4 = torch.randn(3, 4, dtype=torch.float64)
 try:
@@ -612,25 +657,42 @@ except RuntimeError as _error:
 assert _y4.dtype == torch.float64, f"A float64 input to a float64 network gave a {_y4.dtype} output."
 assert all(p.dtype == torch.float64 for p in _net64.parameters()), \
     "The input layer made after .to(torch.float64) should be float64 too, like the rest of the network."
+_net = MultiWidthNet()
+with torch.no_grad():
+    _net(torch.randn(2, 3))  # width 3 seen in float32
+_net.to(torch.float64)
+try:
+    with torch.no_grad():
+        _y5 = _net(torch.randn(3, 5, dtype=torch.float64))
+except RuntimeError as _error:
+    raise AssertionError("A new width (5) after net.to(torch.float64), with width 3 seen before it, failed: make each "
+                         "new input layer, when it is made, on the network's current device and dtype (not those it "
+                         "had when it was built or first called).") from _error
+assert _y5.dtype == torch.float64, f"A float64 input to a float64 network gave a {_y5.dtype} output."
 ### BEGIN HIDDEN TESTS
 torch.manual_seed(42)
 _net = MultiWidthNet(hidden=8, out_features=3)
 _net(torch.randn(5, 1)), _net(torch.randn(2, 7))  # two widths seen in float32
 _net.to(torch.float64)
-assert all(p.dtype == torch.float64 for p in _net.parameters()), \
-    ".to(torch.float64) missed some layers: are they all registered?"
-assert _net(torch.randn(4, 7, dtype=torch.float64)).dtype == torch.float64, \
-    "After .to(torch.float64) a known width should work with float64 input."
 try:
     with torch.no_grad():
         _y9 = _net(torch.randn(6, 9, dtype=torch.float64) * 3)
-        _y7 = _net(torch.randn(2, 7, dtype=torch.float64))
+        _y9_again = _net(torch.randn(3, 9, dtype=torch.float64))
 except RuntimeError as _error:
     raise AssertionError("A new width after net.to(torch.float64), with widths seen before it, failed: make each "
                          "new input layer on the network's current device and dtype.") from _error
-assert _y9.dtype == _y7.dtype == torch.float64, "Outputs of a float64 network should be float64."
-assert all(p.dtype == torch.float64 for p in _net.parameters()), \
+assert _y9.dtype == _y9_again.dtype == torch.float64, "Outputs of a float64 network should be float64."
+assert {p.dtype for p in _net.parameters()} == {torch.float64}, \
     "An input layer added after .to(torch.float64) should be float64 too."
+_net.to(torch.float32)  # and back: a width first seen now lives in float32 again
+try:
+    with torch.no_grad():
+        _y11 = _net(torch.randn(4, 11))
+except RuntimeError as _error:
+    raise AssertionError("A new width after net.to(torch.float64) and back to float32 failed: read the network's "
+                         "dtype each time a new input layer is made.") from _error
+assert _y11.dtype == torch.float32 and all(p.dtype == torch.float32 for p in _net.parameters()), \
+    "An input layer added after .to(torch.float32) should be float32, like the rest of the network."
 ### END HIDDEN TESTS
 
 # %% [markdown]

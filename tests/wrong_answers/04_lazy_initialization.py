@@ -102,7 +102,7 @@ def apply_init(net, example_input, init_fn=None):
         net.apply(init_fn)
     return net
 
-# %% wrong id=apply_init fails=test_apply_init_modes,test_apply_init_when_it_raises -- switches to eval for the dry run and leaves the net there
+# %% wrong id=apply_init fails=test_apply_init_modes -- switches to eval for the dry run and leaves the net there
 def apply_init(net, example_input, init_fn=None):
     net.eval()
     with torch.no_grad():
@@ -111,7 +111,7 @@ def apply_init(net, example_input, init_fn=None):
         net.apply(init_fn)
     return net
 
-# %% wrong id=apply_init fails=test_apply_init_modes,test_apply_init_when_it_raises -- puts every module back into train(), even a BatchNorm frozen in eval
+# %% wrong id=apply_init fails=test_apply_init_modes -- puts every module back into train(), even a BatchNorm frozen in eval
 def apply_init(net, example_input, init_fn=None):
     was_training = net.training
     net.eval()
@@ -166,7 +166,7 @@ def apply_init(net, example_input, init_fn=None):
         net.apply(init_fn)
     return net
 
-# %% wrong id=apply_init fails=test_apply_init_modes,test_apply_init_when_it_raises -- dry run in eval mode but restores only the top module's flag
+# %% wrong id=apply_init fails=test_apply_init_modes -- dry run in eval mode but restores only the top module's flag
 def apply_init(net, example_input, init_fn=None):
     was_training = net.training
     net.eval()
@@ -299,7 +299,7 @@ class MultiWidthNet(nn.Module):
     def forward(self, X):
         return self.net(X)
 
-# %% wrong id=MultiWidthNet fails=test_MultiWidthNet,test_MultiWidthNet_dtype -- keeps the input layers in a plain dict, so they are not registered
+# %% wrong id=MultiWidthNet -- keeps the input layers in a plain dict, so they are not registered
 class MultiWidthNet(nn.Module):
     def __init__(self, hidden=16, out_features=1):
         super().__init__()
@@ -413,4 +413,37 @@ class MultiWidthNet(nn.Module):
         key = str(X.shape[-1])
         if key not in self.inputs:
             self.inputs[key] = nn.LazyLinear(self.hidden)
+        return self.body(self.inputs[key](X))
+
+# %% wrong id=MultiWidthNet fails=test_MultiWidthNet_dtype -- remembers the dtype and device in the constructor: .to() later does not change where new input layers are made
+class MultiWidthNet(nn.Module):
+    def __init__(self, hidden=16, out_features=1):
+        super().__init__()
+        self.hidden = hidden
+        self.inputs = nn.ModuleDict()
+        self.body = nn.Sequential(nn.ReLU(), nn.Linear(hidden, out_features))
+        self.dtype, self.device = self.body[1].weight.dtype, self.body[1].weight.device
+
+    def forward(self, X):
+        key = str(X.shape[-1])
+        if key not in self.inputs:
+            self.inputs[key] = nn.LazyLinear(self.hidden, device=self.device, dtype=self.dtype)
+        return self.body(self.inputs[key](X))
+
+# %% wrong id=MultiWidthNet fails=test_MultiWidthNet_dtype -- reads where the network lives once, at the first call, and keeps using it after .to()
+class MultiWidthNet(nn.Module):
+    def __init__(self, hidden=16, out_features=1):
+        super().__init__()
+        self.hidden = hidden
+        self.inputs = nn.ModuleDict()
+        self.body = nn.Sequential(nn.ReLU(), nn.Linear(hidden, out_features))
+        self.where = None
+
+    def forward(self, X):
+        if self.where is None:
+            shared = self.body[1].weight
+            self.where = {"device": shared.device, "dtype": shared.dtype}
+        key = str(X.shape[-1])
+        if key not in self.inputs:
+            self.inputs[key] = nn.LazyLinear(self.hidden, **self.where)
         return self.body(self.inputs[key](X))
