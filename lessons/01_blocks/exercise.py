@@ -22,6 +22,12 @@
 # checks of the same behaviour run on other inputs, so make the code right, not
 # just the examples.
 #
+# A test cell whose first line reads `# judged outside the kernel: ...` is
+# checked twice when grading: once in the notebook, and once by the grader in
+# its own process, from the plain numbers your code returns. Answer it with
+# ordinary tensors and Python values; an object that only pretends to pass the
+# asserts scores nothing there.
+#
 # Use only `torch`, the standard library, `numpy` and `matplotlib`.
 
 # %%
@@ -93,6 +99,10 @@ except RuntimeError as _e:
     _out, _error = None, f" (it raised: {_e})"
 assert _out is not None and torch.equal(_out, _layers[2](_layers[1](_layers[0](_X)))), \
     f"forward should apply the modules one after another, in the order given{_error}."
+assert "Linear(in_features=6" in repr(_net), "print(net) should show the children: are they registered?"
+_net.to(torch.float64)
+assert _layers[0].weight.dtype == torch.float64, \
+    ".to() did not reach the children: are they registered with add_module (or as attributes)?"
 ### BEGIN HIDDEN TESTS
 torch.manual_seed(2)
 _a, _b = nn.Linear(3, 3), nn.Linear(3, 3)
@@ -199,6 +209,8 @@ assert torch.equal(_out, torch.cat([_n1(_X), _n2(_X)], dim=-1)), \
     "The output should be net1(X) followed by net2(X), both computed from the same X."
 assert len(list(_block.parameters())) == 4, \
     "The block should own both networks' parameters: keep them as attributes, not in a plain list."
+_rows = ParallelBlock(nn.Linear(4, 3), nn.Linear(4, 3), dim=0)(_X)
+assert _rows.shape == (10, 3), f"With dim=0 the two (5, 3) outputs should be stacked into (10, 3), got {tuple(_rows.shape)}."
 ### BEGIN HIDDEN TESTS
 torch.manual_seed(4)
 _n1, _n2 = nn.Linear(3, 3), nn.Linear(3, 3)

@@ -23,6 +23,12 @@
 # more checks of the same behaviour run on other inputs, so make the code right,
 # not just the examples.
 #
+# A test cell whose first line reads `# judged outside the kernel: ...` is
+# checked twice when grading: once in the notebook, and once by the grader in
+# its own process, from the plain numbers your code returns. Answer it with
+# ordinary tensors and Python values; an object that only pretends to pass the
+# asserts scores nothing there.
+#
 # Use only `torch`, the standard library, `numpy` and `matplotlib`.
 
 # %%
@@ -214,6 +220,7 @@ assert _net[2] is _net[4], \
 assert _net[2].weight.shape == (8, 8) and _net[0].weight.shape == (8, 4) and _net[6].weight.shape == (1, 8), \
     "With width=8 the layers should be Linear(4, 8), the shared Linear(8, 8) and Linear(8, 1)."
 assert _net(torch.rand(5, 4)).shape == (5, 1), "For an input of shape (5, 4) the output should be (5, 1)."
+assert make_tied_mlp(width=5)[2].weight.shape == (5, 5), "With width=5 the shared layer should be Linear(5, 5): is width used?"
 ### BEGIN HIDDEN TESTS
 _net = make_tied_mlp(width=3)
 assert _net[2] is _net[4] and _net[2].weight.shape == (3, 3), \

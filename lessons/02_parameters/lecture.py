@@ -474,8 +474,11 @@ print("copy.deepcopy copies too:", copy.deepcopy(best)["0.weight"].data_ptr() !=
 # - no weight decay on biases and normalization weights. Decay pulls values
 #   towards zero, a sensible prior for a weight matrix but not for a bias or a
 #   LayerNorm scale (a scale of zero switches its unit off), and there are few
-#   of them to regularize anyway. They are exactly the parameters with one
-#   dimension.
+#   of them to regularize anyway. In a model built from linear layers and
+#   LayerNorm, like this one, they are exactly the parameters with one
+#   dimension. That rule is a shortcut, not a law: an embedding table has two
+#   dimensions, a learned scalar none, so in other models pick the groups by
+#   module type or by name.
 #
 # A parameter may sit in one group only; the optimizer refuses duplicates.
 

@@ -75,6 +75,14 @@ assert abs((_w.abs() < 0.01).float().mean().item() - 0.6827) < 0.01, \
     "The weights do not look normal (68% within one std): use a normal, not a uniform, distribution."
 assert not _net[0].bias.any() and not _net[2].bias.any(), "The biases should be exactly zero."
 assert abs(_net[2].weight.std().item() - 0.01) < 1e-3, "Every nn.Linear in the net should be initialized."
+_plain = nn.Sequential(nn.Linear(20, 30, bias=False), nn.LayerNorm(30))
+_norm_before = {name: t.clone() for name, t in _plain[1].state_dict().items()}
+try:
+    _plain.apply(init_normal)
+except (AttributeError, TypeError) as _error:
+    raise AssertionError("init_normal crashed on nn.Linear(..., bias=False): check m.bias is not None first.") from _error
+assert all(torch.equal(t, _norm_before[name]) for name, t in _plain[1].state_dict().items()), \
+    "The LayerNorm changed, but only nn.Linear layers should be touched: check the module type first."
 ### BEGIN HIDDEN TESTS
 torch.manual_seed(11)
 _net = nn.Sequential(nn.Conv1d(3, 8, 5), nn.BatchNorm1d(8), nn.ReLU(), nn.Flatten(),

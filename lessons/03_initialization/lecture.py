@@ -472,6 +472,30 @@ reference = make_model()
 print(all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), reference.state_dict().values())))
 
 # %% [markdown]
+# The recipe works for this model because each module that *owns* parameters
+# (`Linear`, `LayerNorm`) has a public `reset_parameters()` that fills all of
+# them. That is a convention, not a rule. `nn.MultiheadAttention` keeps its
+# input projection in a private `_reset_parameters()`, so the loop above
+# would leave it holding leftover memory, and a module you write yourself has
+# no `reset_parameters()` unless you add one. Buffers are the same story: a
+# buffer computed in `__init__` (a table of positions, a mask) is garbage
+# after `to_empty` and must be computed again. Before trusting the loop,
+# list the modules it would skip: those that own parameters or buffers
+# directly but have no `reset_parameters()`.
+
+# %%
+def skipped_by_reset(model):
+    """Modules that own tensors directly but have no public reset_parameters()."""
+    return [name for name, module in model.named_modules()
+            if not hasattr(module, "reset_parameters")
+            and (any(True for _ in module.parameters(recurse=False))
+                 or any(True for _ in module.buffers(recurse=False)))]
+
+
+print("plain MLP:", skipped_by_reset(model))
+print("attention:", skipped_by_reset(nn.Sequential(nn.MultiheadAttention(16, 2), nn.Linear(16, 4))))
+
+# %% [markdown]
 # ## Summary
 #
 # - `nn.Linear` starts from `U(-1/sqrt(fan_in), 1/sqrt(fan_in))` for weight and
@@ -493,6 +517,8 @@ print(all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), referen
 # - Convolutions count `in_channels * kernel area` as `fan_in`; `mode="fan_out"`
 #   scales for the backward pass instead.
 # - Build big models on the `meta` device, then `to_empty()` and initialize
-#   once (`reset_parameters()`, your own rule, or a checkpoint).
+#   once (`reset_parameters()`, your own rule, or a checkpoint); first list the
+#   modules without a public `reset_parameters()` (`nn.MultiheadAttention`,
+#   your own), which the loop would leave unfilled.
 #
 # Now try it yourself: `exercises/03_initialization/03_initialization.ipynb`.

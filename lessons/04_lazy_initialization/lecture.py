@@ -113,9 +113,10 @@ print(sum(p.numel() for p in net.parameters()))
 
 # %% [markdown]
 # Look at the printed network again: the layers are no longer `LazyLinear`. At
-# the end of its first call, in the same forward pre-hook that gave its weights
-# their shapes, a lazy layer turns itself into the ordinary layer it stands for,
-# here `nn.Linear`. Even the class of the module object changes.
+# the start of its first call, in the forward pre-hook that gives its weights
+# their shapes (before its `forward` runs), a lazy layer turns itself into the
+# ordinary layer it stands for, here `nn.Linear`. Even the class of the module
+# object changes.
 
 # %%
 print(net)
@@ -428,8 +429,8 @@ print(mixed[2])
 # changes anything depends on the order. When every layer is lazy, or the lazy
 # ones come last, the draws happen in the same order as in the sized twin, and
 # one seed gives identical weights. Only when a sized layer comes *after* a lazy
-# one does it take the draws the lazy layer would have had, and then every
-# weight differs. (A random example batch drawn between the seed and the dry
+# one does it take the draws the lazy layer would have had, and then the
+# weights differ from that lazy layer on (the layers before it still match). (A random example batch drawn between the seed and the dry
 # run would shift the lazy draws too; we dry-run with zeros.)
 
 # %%

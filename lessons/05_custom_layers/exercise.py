@@ -22,6 +22,12 @@
 # checks of the same behaviour run on other inputs, so make the code right, not
 # just the examples.
 #
+# A test cell whose first line reads `# judged outside the kernel: ...` is
+# checked twice when grading: once in the notebook, and once by the grader in
+# its own process, from the plain numbers your code returns. Answer it with
+# ordinary tensors and Python values; an object that only pretends to pass the
+# asserts scores nothing there.
+#
 # Use only `torch`, the standard library, `numpy` and `matplotlib`.
 
 # %%

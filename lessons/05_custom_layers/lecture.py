@@ -395,7 +395,9 @@ except GradcheckError as error:
 # ## Tensors made inside `forward`
 #
 # A tensor created inside `forward` (a mask, a range of positions, a constant
-# matrix) starts on the CPU in float32 unless told otherwise. Parameters and
+# matrix) starts on the default device with the default dtype (the CPU and
+# float32, unless `torch.set_default_device` or `torch.set_default_dtype`
+# changed them), not where the input lives. Parameters and
 # buffers follow `.to()` and `.double()`; such a tensor does not, so the layer
 # breaks as soon as its input lives elsewhere: on a GPU with a device-mismatch
 # error, in double precision (as `gradcheck` needs) with a dtype error. Create

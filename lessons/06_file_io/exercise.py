@@ -274,6 +274,12 @@ def atomic_save(obj, path):
     except BaseException:
         os.remove(tmp)
         raise
+    if os.name == "posix":  # against a power loss, the rename too (see the lecture)
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
     ### END SOLUTION
 
 # %% tests grade_id="test_atomic_save" points=1
@@ -495,15 +501,17 @@ with tempfile.TemporaryDirectory() as _folder:
 # of `state_dict` whose keys start with one of the strings in `prefixes` (a list
 # or tuple, possibly empty), leave every other parameter and buffer of `model`
 # untouched, and return the keys that were loaded (any list, tuple or set of
-# them). Buffers count like parameters, and the model must not share memory
-# with the given `state_dict` afterwards.
+# them). A key under a prefix that `model` does not have (the source network
+# had an extra layer) is not loaded: skip it without an error, and do not
+# return it. Buffers count like parameters, and the model must not share
+# memory with the given `state_dict` afterwards.
 
 # %% answer grade_id="load_prefix"
 def load_prefix(model, state_dict, prefixes):
     ### BEGIN SOLUTION
     chosen = {key: value for key, value in state_dict.items() if key.startswith(tuple(prefixes))}
-    model.load_state_dict(chosen, strict=False)
-    return list(chosen)
+    result = model.load_state_dict(chosen, strict=False)
+    return [key for key in chosen if key not in result.unexpected_keys]
     ### END SOLUTION
 
 # %% tests grade_id="test_load_prefix" points=2
@@ -524,6 +532,11 @@ _loaded = load_prefix(_target, _source.state_dict(), ("2.1.weight",))
 assert sorted(_loaded) == ["2.1.weight"] and torch.equal(_target[2][1].weight, _source[2][1].weight), \
     f"A prefix may be a whole key, and prefixes may come as a tuple: expected ['2.1.weight'], got {_loaded!r}."
 assert not list(load_prefix(_target, _source.state_dict(), [])), "With no prefixes nothing should be loaded."
+_longer = nn.Sequential(*_net(), nn.ReLU(), nn.Linear(2, 1))    # one layer more than _target: keys 4.weight, 4.bias
+_loaded = load_prefix(_target, _longer.state_dict(), ["0.", "4."])
+assert sorted(_loaded) == ["0.bias", "0.weight"] and torch.equal(_target[0].weight, _longer[0].weight), \
+    f"The model has no layer 4: only ['0.bias', '0.weight'] were loaded, but load_prefix returned {sorted(_loaded)}. " \
+    "Return only keys the model has (load_state_dict reports the others as unexpected_keys)."
 
 _bn_source, _bn_target = nn.BatchNorm1d(3), nn.BatchNorm1d(3)
 _bn_source(torch.randn(16, 3) * 2 + 1)  # updates the running statistics (buffers)
@@ -547,6 +560,10 @@ for _key, _value in _target.state_dict().items():
     _expected = _source.state_dict()[_key] if _key in ("1.bias", "1.weight", "3.weight") else _before[_key]
     assert torch.equal(_value, _expected), f"{_key} has the wrong value after load_prefix."
 assert not list(load_prefix(_target, _source.state_dict(), ())), "With no prefixes nothing should be loaded."
+_state = dict(_source.state_dict(), **{"1.scale": torch.ones(3), "head.weight": torch.ones(2, 3)})
+_loaded = load_prefix(_layers(), _state, ["1.", "head."])
+assert sorted(_loaded) == ["1.bias", "1.weight"], \
+    f"Keys the model does not have ('1.scale', 'head.weight') are not loaded and not returned; got {sorted(_loaded)}."
 
 _bn_source = nn.Sequential(nn.Linear(2, 4), nn.BatchNorm1d(4))
 _bn_source(torch.randn(16, 2) * 3 + 1)

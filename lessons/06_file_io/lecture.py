@@ -372,7 +372,10 @@ uninterrupted = [p.detach().clone() for p in model.parameters()]
 # - on a GPU, deterministic kernels, since some GPU kernels add in a varying
 #   order: `torch.use_deterministic_algorithms(True)` (which also makes cuDNN
 #   use deterministic algorithms) and `torch.backends.cudnn.benchmark = False`
-#   (so cuDNN does not choose its algorithm by timing);
+#   (so cuDNN does not choose its algorithm by timing); with deterministic
+#   algorithms on, cuBLAS matrix products also need the environment variable
+#   `CUBLAS_WORKSPACE_CONFIG=:4096:8` (or `:16:8`), set before the process
+#   first uses CUDA, or torch raises an error when they run;
 # - the rest of its state in the checkpoint: the learning-rate scheduler
 #   (`scheduler.state_dict()`), the gradient scaler of mixed precision
 #   (`scaler.state_dict()`), and the data sampler's position and seed;
@@ -453,6 +456,10 @@ except Exception as error:
 # `/tmp`, may sit on another file system, where `os.replace` cannot move it.)
 # If anything fails, the temporary file is removed, the old file is untouched,
 # and the error goes on to the caller, who must not believe the save worked.
+# Against a crash of the program that is enough. Against a power loss one more
+# step is needed: the rename is a change to the *directory*, which the system
+# may also keep in memory for a while, so after the rename we flush the
+# directory as well (on POSIX systems, by calling `fsync` on it).
 #
 # Nothing in this recipe is specific to PyTorch, so we write it once for any
 # file: `atomic_write(path, write)` hands an open binary file to `write`, a
@@ -472,6 +479,12 @@ def atomic_write(path, write):
     except BaseException:
         os.remove(tmp)
         raise
+    if os.name == "posix":     # the new name itself is on the disk too (Windows cannot open a folder)
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
 
 
 atomic_write(root / "atomic.pt", lambda f: torch.save(good, f))

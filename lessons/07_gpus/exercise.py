@@ -571,9 +571,12 @@ plt.show()
 #    time on (the products, and what else does each call of `log_norms` do)?
 # 2. On your machine, how far apart are the two curves, and why is `.item()`
 #    in every step cheap or expensive *here*?
-# 3. On a CUDA GPU each `.item()` makes the CPU wait for the GPU: predict how
-#    the two curves would differ there, and at which sizes the gap is largest.
-#    (If you ran the notebook on a GPU, say whether your plot agrees.)
+# 3. On a CUDA GPU each `.item()` makes the CPU wait for the GPU. But every
+#    step of `log_norms` also copies two fresh CPU matrices to the device with
+#    a plain `.to(device)`: what does that copy wait for (the lecture's section
+#    on timing)? Predict how far apart the two curves would be on a GPU, and
+#    say what you would change in `log_norms` so that moving the norms once
+#    pays off. (If you ran the notebook on a GPU, say whether your plot agrees.)
 
 # %% manual [markdown] grade_id="timing_answer" points=2
 # Model answer: (1) For small matrices the products are tiny, so the time is
@@ -584,14 +587,18 @@ plt.show()
 # (about 8 times per doubling of the size once the arithmetic dominates). (2)
 # On a CPU both curves nearly coincide: nothing runs asynchronously, so
 # `.item()` has nothing to wait for and only reads a number already in memory.
-# (3) On a CUDA GPU every `.item()` forces a synchronization: the CPU waits
-# until all queued work is done and a number is copied back, so the GPU idles
-# while the CPU prepares the next step and the queue never fills; moving all
-# norms once lets the CPU queue all steps ahead. The `.item()` curve lies above
-# the other, the gap largest for small and medium sizes, where waiting and
-# launching dominate the arithmetic; for large sizes the products dominate both
-# curves. Every call also pays for generating the random matrices on the CPU
-# and copying them to the device, the same in both curves.
+# (3) A plain copy from ordinary (pageable) CPU memory to the GPU is queued
+# behind the work already on the GPU and returns only when it is done, so it
+# waits for the previous step's product and norm. Both variants therefore
+# synchronize at every step, and the CPU can never queue steps ahead: on a GPU
+# the curves stay close too, `.item()` adding only a second short wait and a
+# tiny copy back per step (most visible at small sizes, where fixed costs
+# dominate). To let moving the norms once pay off, remove the per-step copy:
+# draw all matrices before the loop and move them in one copy (or draw them on
+# the device with a generator there, giving other values, or copy from pinned
+# memory with `non_blocking=True`). Then the loop only queues products and
+# norms, and with `on_device=True` the CPU reaches the end while the GPU is
+# still working, while `.item()` still stops it at every step.
 
 # %% [markdown]
 # ## Summary
@@ -601,4 +608,5 @@ plt.show()
 # - Time accelerator code (CUDA, MPS) with a synchronize before every clock
 #   read, and none on the CPU.
 # - Keep results on the device and move them once; `.item()` in a loop
-#   synchronizes every step.
+#   synchronizes every step, and so does a plain copy of fresh CPU data to the
+#   device: move inputs before the loop, not inside it.

@@ -308,6 +308,13 @@ print("moved first, then built: the step works")
 # `.to("cpu", non_blocking=True)`: it returns before the copy is done, and the
 # values may be read only after a synchronize.)
 #
+# The other direction waits too. A plain `x.to(device)` or `x.cuda()` of a CPU
+# tensor queues the copy behind the work already queued on the GPU and returns
+# only when the copy is done, so it also waits for all of that work. A loop
+# that moves a fresh batch to the GPU at every step therefore synchronizes at
+# every step, even if it never reads a value back. Only a copy from pinned
+# memory with `non_blocking=True` (shown below) lets the CPU go on.
+#
 # `.numpy()` is *not* on the list: it works on CPU tensors only and raises a
 # `TypeError` for any other device, asking for `.cpu()` first; in
 # `t.cpu().numpy()` it is `.cpu()` that waits. The `meta` device shows the
@@ -467,9 +474,10 @@ print(f"clock read right after queueing: {queued * 1e3:.2f} ms; after synchroniz
 # peak since the start or the last `reset_peak_memory_stats()`, the number to
 # watch when a model barely fits. `empty_cache()` returns the unused cached
 # blocks to the driver, for other programs; it frees nothing a live tensor
-# uses. These calls are CUDA's (torch 2.9 and later also offer them for any
-# accelerator in `torch.accelerator.memory`), so the cell explains and skips
-# itself on other machines.
+# uses. These calls are CUDA's; torch 2.9 and later offer the same ones for
+# any accelerator as `torch.accelerator.memory_allocated()`,
+# `torch.accelerator.memory_reserved()` and so on. The cell uses CUDA's, so it
+# explains and skips itself on other machines.
 
 # %% tags=["nbval-ignore-output"]
 if device.type == "cuda":
@@ -709,7 +717,8 @@ else:
 # - GPUs run asynchronously (CUDA and MPS alike): synchronize before reading a
 #   clock, and time with `torch.utils.benchmark.Timer`, taking the fastest
 #   block. `.item()`, `.tolist()`, `.cpu()`, `float(t)`, printing and
-#   `if t > 0:` synchronize silently; `.numpy()` on a GPU tensor raises a
+#   `if t > 0:` synchronize silently, and so does a plain copy of a CPU tensor
+#   to the GPU (it waits for the queued work); `.numpy()` on a GPU tensor raises a
 #   `TypeError` (call `.cpu()` first, which is what waits). Batch work and move
 #   results once.
 # - Move the model first, then build the optimizer: optimizer state stays where

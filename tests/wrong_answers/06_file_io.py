@@ -327,6 +327,12 @@ def load_prefix(model, state_dict, prefixes):
     chosen = {k: v for k, v in state_dict.items() if k.startswith(tuple(prefixes))}
     return model.load_state_dict(chosen, strict=False)
 
+# %% wrong id=load_prefix -- returns every key under a prefix, also those the model does not have and never loaded
+def load_prefix(model, state_dict, prefixes):
+    chosen = {k: v for k, v in state_dict.items() if k.startswith(tuple(prefixes))}
+    model.load_state_dict(chosen, strict=False)
+    return list(chosen)
+
 # %% wrong id=load_prefix -- copies parameters only, so buffers such as BatchNorm's running statistics stay behind
 def load_prefix(model, state_dict, prefixes):
     params = dict(model.named_parameters())
