@@ -8,7 +8,10 @@ correctly and one not, both validate and submit; the second student's own
 kernel tries to read, list, change and remove the first one's hand-in and is
 refused by the operating system; the instructor collects, autogrades (the
 course's sandboxed engine) and releases feedback; both students fetch it and
-see their scores, computed from the exercise's own points. The hub and every
+see their scores, computed from the exercise's own points. Then the grading
+kernel's interpreter goes missing: Autograde says why and keeps the score the
+student has; and the first student hands in code that ends its own kernel,
+which is graded with the cell and the cause in the feedback. The hub and every
 process it started must be gone afterwards.
 
 Screenshots of each step go to screenshots/hub/ (git-ignored). The accounts the
@@ -18,9 +21,11 @@ test creates are removed at the end.
 from __future__ import annotations
 
 import csv
+import json
 import os
 import pwd
 import re
+import shutil
 import subprocess
 import time
 import urllib.error
@@ -30,7 +35,9 @@ from pathlib import Path
 import browser_steps
 import cheats
 import grader_cases
+import grading_checks
 import hub_processes
+import nbformat
 import psutil
 import pytest
 import submissions
@@ -39,6 +46,7 @@ from hub_processes import START_TIMEOUT
 from labserver import free_port
 
 from conftest import ROOT
+from grader.template import GRADER_KERNEL
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.sandbox]
 
@@ -152,8 +160,9 @@ attempt("read feedback folder", lambda: os.listdir({feedback!r}))
 attempt("read own hand-in", lambda: open({own!r}).read())"""
 
 
-def the_class(browser, port: int, state: Path, expected: dict[str, int], max_score: int) -> None:
-    """Every step of the class, each person in their own browser context."""
+def the_class(browser, port: int, state: Path, expected: dict[str, int], max_score: int):
+    """Every step of the class, each person in their own browser context; returns the
+    instructor's Formgrader frame and page, and the first student's page."""
     wrong = submissions.first_wrong(A)
     service_lab = f"http://{COURSE}--service.localhost:{port}/services/{COURSE}/lab"
     # Instructor: to Formgrader, framed in the course service's JupyterLab, and release 01_blocks.
@@ -261,6 +270,74 @@ def the_class(browser, port: int, state: Path, expected: dict[str, int], max_sco
         assert f"not graded yet ({float(max_score - submissions.full_score(A))} points)" in text, text[:2000]
         assert grader_cases.HIDDEN_MESSAGE not in text and "BEGIN HIDDEN TESTS" not in text
         assert ("Flagged for the instructor" in text) == (name == BAD), text[:2000]
+    return formgrader, teacher, students[GOOD]
+
+
+def autograde_outcome(formgrader, name: str) -> str:
+    """Click Autograde in the row of `name` on Manage Submissions; the dialog's id and text."""
+    formgrader.locator("tr", has=formgrader.locator("td", has_text=name)).locator("td.autograde a").first.click()
+    dialog = formgrader.locator("#success-modal, #error-modal")
+    dialog.wait_for(timeout=240_000)
+    outcome = f"{dialog.get_attribute('id')}: {dialog.inner_text()}"
+    dialog.locator(".modal-footer button").click()
+    dialog.wait_for(state="detached")
+    return outcome
+
+
+def the_graders_failure_and_the_students_crash(teacher, formgrader, student, state: Path, db_url: str) -> None:
+    """On the hub too, a failure of the grader is never a student's zero, and a crash of the
+    student's own code is the student's: graded, with the cell and the cause in the feedback."""
+    # The grading kernel's interpreter is gone (the grader account's own kernel spec, which
+    # Jupyter prefers to the venv's, names a missing one): not graded, the cause said, the
+    # score the student already has kept.
+    spec = Path(pwd.getpwnam(GRADER).pw_dir) / ".local" / "share" / "jupyter" / "kernels" / GRADER_KERNEL
+    interpreter = state / "gone-venv" / "bin" / "python"
+    spec.mkdir(parents=True)
+    argv = [str(interpreter), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "Python 3", "language": "python"}))
+    kept = grading_checks.auto_scores(db_url, A, GOOD)
+    teacher.bring_to_front()
+    formgrader.locator("a", has_text="Manage Assignments").first.click()
+    formgrader.locator("td.num-submissions a").first.click()
+    try:
+        outcome = autograde_outcome(formgrader, GOOD)
+    finally:
+        shutil.rmtree(spec)
+    shot(teacher, "10_instructor_autograde_not_graded")
+    assert (
+        outcome.startswith("error-modal") and f"kernel did not start (interpreter {interpreter} is missing)" in outcome
+    )
+    assert grading_checks.auto_scores(db_url, A, GOOD) == kept and sum(kept) == submissions.full_score(A)
+
+    # The student hands in a notebook whose make_stack ends its own kernel (os._exit).
+    crashing = submissions.answer_source(A, "make_stack").replace(
+        "def make_stack(factory, n):\n", "def make_stack(factory, n):\n    import os\n    os._exit(1)\n", 1
+    )
+    account = pwd.getpwnam(GOOD)
+    home_copy = Path(account.pw_dir) / COURSE / A / f"{A}.ipynb"
+    nbformat.write(submissions.answered(A, {"make_stack": crashing}), home_copy)
+    os.chown(home_copy, account.pw_uid, account.pw_gid)
+    inbound = state / "exchange" / COURSE / "inbound"
+    handed_in = len([p for p in inbound.iterdir() if p.name.startswith(GOOD + "+")])
+    student.bring_to_front()
+    panel = assignments_panel(student)
+    panel.locator("#fetched_assignments_list button", has_text="Submit").first.click()
+    deadline = time.monotonic() + 60
+    while len([p for p in inbound.iterdir() if p.name.startswith(GOOD + "+")]) == handed_in:
+        assert time.monotonic() < deadline, "the second hand-in never reached the exchange"
+        time.sleep(0.5)
+    teacher.bring_to_front()
+    formgrader.locator("a", has_text="Manage Assignments").first.click()
+    formgrader_action(formgrader, A, "collect")
+    formgrader.locator("td.num-submissions a").first.click()
+    outcome = autograde_outcome(formgrader, GOOD)
+    assert outcome.startswith("success-modal"), outcome[-3000:]
+    assert sum(grading_checks.auto_scores(db_url, A, GOOD)) == grader_cases.before("test_make_stack")
+    formgrader.locator("a", has_text="Manage Assignments").first.click()
+    formgrader_action(formgrader, A, "generate-feedback")
+    shot(teacher, "11_instructor_graded_a_crash")
+    page = (state / "course" / "feedback" / GOOD / A / f"{A}.html").read_text()
+    assert "test_make_stack: the kernel exited with status 1" in page
 
 
 def test_a_class_on_the_hub(hub):
@@ -281,7 +358,8 @@ def test_a_class_on_the_hub(hub):
     with sync_playwright() as playwright:
         browser = Browser(playwright, port)
         try:
-            the_class(browser, port, state, expected, max_score)
+            formgrader, teacher, good = the_class(browser, port, state, expected, max_score)
+            the_graders_failure_and_the_students_crash(teacher, formgrader, good, state, hub["db_url"])
         except BaseException:
             browser.shoot_all("zz_failure")
             raise

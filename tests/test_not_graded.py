@@ -149,31 +149,73 @@ def crash(code):
     return nb
 
 
+# Student code that kills its own kernel, runs out of memory or never stops (one each).
+CRASHES = {
+    "exits": "    import os\n    os._exit(1)\n",
+    "hogs_memory": "    blocks = []\n    while True:\n        blocks.append(bytearray(1 << 26))\n",
+    "loops": "    while True:\n        pass\n",
+}
+
+
+def write_crashes(folder):
+    folder.mkdir(parents=True)
+    for name, code in CRASHES.items():
+        nbformat.write(crash(code), folder / f"{name}.ipynb")
+
+
+def check_crashes_graded(scores, pages):
+    """Each crash is the student's: graded, the cells that ran keep their points, and the
+    feedback names the cell and the cause."""
+    lost = points(A)["test_make_stack"]
+    assert scores == {"exits": grader_cases.before("test_make_stack"), "hogs_memory": FULL - lost, "loops": FULL - lost}
+    assert "test_make_stack: the kernel exited with status 1" in pages["exits"]
+    assert "MemoryError" in pages["hogs_memory"]
+    assert "test_make_stack: timed out after 5 s" in pages["loops"]
+
+
 def test_the_students_own_crash_is_graded_with_the_cell_and_the_cause(tmp_path):
     root = tmp_path / "course"
     course.temporary_course(root, [A])
     folder = tmp_path / "class"
-    folder.mkdir()
-    crashes = {
-        "exits": "    import os\n    os._exit(1)\n",
-        "hogs_memory": "    blocks = []\n    while True:\n        blocks.append(bytearray(1 << 26))\n",
-        "loops": "    while True:\n        pass\n",
-    }
-    for name, code in crashes.items():
-        nbformat.write(crash(code), folder / f"{name}.ipynb")
+    write_crashes(folder)
     rows = {
         r.student_id: r
         for r in grade.run(grade.Options(A, folder, jobs=2, root=root, cell_timeout=5, interrupt_grace=3))
     }
-    lost = points(A)["test_make_stack"]
-    assert (rows["exits"].status, rows["exits"].score) == ("graded", grader_cases.before("test_make_stack"))
+    assert {r.status for r in rows.values()} == {"graded"}
     assert "test_make_stack: the kernel exited with status 1" in rows["exits"].detail
-    assert (rows["hogs_memory"].status, rows["hogs_memory"].score) == ("graded", FULL - lost)
-    assert (rows["loops"].status, rows["loops"].score) == ("graded", FULL - lost)
     assert "test_make_stack: timed out after 5 s" in rows["loops"].detail
     pages = {p.parent.parent.name: p.read_text() for p in feedback.generate(A, root=root)}
-    assert "test_make_stack: the kernel exited with status 1" in pages["exits"]
-    assert "test_make_stack: timed out after 5 s" in pages["loops"]
+    check_crashes_graded({name: row.score for name, row in rows.items()}, pages)
+
+
+def test_on_a_dask_cluster_the_students_own_crash_is_graded_too(tmp_path):
+    root = tmp_path / "course"
+    course.temporary_course(root, [A])
+    write_crashes(tmp_path / "class")
+    done = grade_cli(root, tmp_path / "class", grader_cases.cli_env(), "--scheduler", "local", timeout=5)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = export.read_csv(root / "grades" / f"{A}.csv")
+    assert {r["status"] for r in rows} == {"graded"}, rows
+    pages = {p.parent.parent.name: p.read_text() for p in feedback.generate(A, root=root)}
+    check_crashes_graded({r["grader_id"]: float(r["score"]) for r in rows}, pages)
+
+
+def test_nbgraders_own_autograde_grades_the_students_own_crash(tmp_path):
+    """Formgrader's Autograde button: nbgrader's autograde with the course's config."""
+    root = tmp_path / "course"
+    course.temporary_course(root, [A])
+    grader_cases.nbgrader(root, "generate_assignment", A, "--force")
+    for name, code in CRASHES.items():
+        (root / "submitted" / name / A).mkdir(parents=True)
+        nbformat.write(crash(code), root / "submitted" / name / A / f"{A}.ipynb")
+    limits = ["--Execute.timeout=5", "--GuardedExecute.interrupt_grace=3"]
+    grader_cases.nbgrader(root, "autograde", A, *limits)
+    grader_cases.nbgrader(root, "generate_feedback", A)
+    db_url = grader_course.db_url(grader_course.load_config(root))
+    scores = {name: sum(grading_checks.auto_scores(db_url, A, name)) for name in CRASHES}
+    pages = {name: (root / "feedback" / name / A / f"{A}.html").read_text() for name in CRASHES}
+    check_crashes_graded(scores, pages)
 
 
 def test_a_symlinked_environment_grades(tmp_path):
