@@ -147,7 +147,8 @@ assert param_shapes(_Scaled()) == {"scale": (), "table": (2, 3, 4)}, \
 # `block2` is an `nn.Sequential` whose four children are named `'block 0'`,
 # `'block 1'`, `'block 2'` and `'block 3'` (with the space), and each of them is a
 # new `nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4), nn.ReLU())`.
-# The four blocks must not share parameters.
+# The four blocks must not share parameters, and each starts from its own
+# random weights, as four separately built blocks do.
 
 # %% answer grade_id="make_rgnet"
 def make_rgnet():
@@ -174,6 +175,8 @@ for _block in _net[0]:
     assert _block[0].weight.shape == (8, 4) and _block[2].weight.shape == (4, 8), \
         "Each block's layers should be Linear(4, 8) and then Linear(8, 4)."
 assert _net(torch.rand(3, 4)).shape == (3, 1), "For an input of shape (3, 4) the output should be (3, 1)."
+assert not torch.equal(_net[0][0][0].weight, _net[0][3][0].weight), \
+    "Blocks 0 and 3 start from the same weights: build each block anew (a copy of one block copies its values too)."
 ### BEGIN HIDDEN TESTS
 assert "0.block 2.2.weight" in dict(_net.named_parameters()), \
     "The qualified name '0.block 2.2.weight' should exist: are the blocks registered under their names?"

@@ -41,7 +41,9 @@ _ = torch.manual_seed(0)
 #
 # Write `init_normal(m)`, meant for `net.apply(init_normal)`: if `m` is an
 # `nn.Linear`, fill its weight with samples from N(0, 0.01²) (standard deviation
-# 0.01) and set its bias to zero; leave every other kind of module untouched.
+# 0.01) and set its bias to zero, **in place** (the layer keeps its parameter
+# objects, so an optimizer built before still trains them); leave every other
+# kind of module untouched.
 # Some `nn.Linear` layers are built with `bias=False`: they have no bias to zero.
 
 # %% answer grade_id="init_normal"

@@ -461,7 +461,8 @@ print("the sized layer after the lazy one got the seed's first draw:",
 # if a sized layer after it expects something else, the forward pass fails.
 # Here the lazy layer produces 32 features while the next layer wants 64. (We
 # print the start of the message; the rest names the two shapes, here a 2x32
-# activation against the 64x10 weight.)
+# activation against 64x10, the transpose of the next layer's 10x64 weight,
+# since `nn.Linear` computes `X @ W.T`.)
 
 # %%
 broken = nn.Sequential(nn.LazyLinear(32), nn.ReLU(), nn.Linear(64, 10))

@@ -372,10 +372,10 @@ uninterrupted = [p.detach().clone() for p in model.parameters()]
 # - on a GPU, deterministic kernels, since some GPU kernels add in a varying
 #   order: `torch.use_deterministic_algorithms(True)` (which also makes cuDNN
 #   use deterministic algorithms) and `torch.backends.cudnn.benchmark = False`
-#   (so cuDNN does not choose its algorithm by timing); with deterministic
-#   algorithms on, cuBLAS matrix products also need the environment variable
-#   `CUBLAS_WORKSPACE_CONFIG=:4096:8` (or `:16:8`), set before the process
-#   first uses CUDA, or torch raises an error when they run;
+#   (so cuDNN does not choose its algorithm by timing); older torch releases
+#   also wanted the environment variable `CUBLAS_WORKSPACE_CONFIG=:4096:8`
+#   for deterministic cuBLAS products and raised an error without it (torch
+#   2.13 no longer asks, but setting it before the first CUDA call is harmless);
 # - the rest of its state in the checkpoint: the learning-rate scheduler
 #   (`scheduler.state_dict()`), the gradient scaler of mixed precision
 #   (`scaler.state_dict()`), and the data sampler's position and seed;

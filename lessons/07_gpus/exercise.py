@@ -45,6 +45,10 @@ _ = torch.manual_seed(0)  # the same random examples on every run
 # %% [markdown]
 # The tests below run on this machine as if it had CUDA GPUs or Apple's MPS:
 # `_simulated` swaps in stand-ins for PyTorch's device queries and restores them.
+# So call those queries through their modules, as `torch.cuda.device_count()`
+# or `torch.cuda.synchronize()`: a name imported on its own
+# (`from torch.cuda import device_count`) keeps the real function, which the
+# tests cannot replace.
 # `_host_reads` counts how often values travel from a simulated device back to
 # the host (`.item()`, `.cpu()`, `.tolist()`, `.numpy()`, `float(t)`,
 # `.to("cpu")`, printing, `if t > 0:`, `torch.tensor([...])` of device values,

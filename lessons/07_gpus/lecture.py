@@ -474,9 +474,10 @@ print(f"clock read right after queueing: {queued * 1e3:.2f} ms; after synchroniz
 # peak since the start or the last `reset_peak_memory_stats()`, the number to
 # watch when a model barely fits. `empty_cache()` returns the unused cached
 # blocks to the driver, for other programs; it frees nothing a live tensor
-# uses. These calls are CUDA's; torch 2.9 and later offer the same ones for
-# any accelerator as `torch.accelerator.memory_allocated()`,
-# `torch.accelerator.memory_reserved()` and so on. The cell uses CUDA's, so it
+# uses. These calls are CUDA's; torch 2.9 and later offer the same ones in
+# `torch.accelerator` (`torch.accelerator.memory_allocated()`,
+# `torch.accelerator.memory_reserved()` and so on) for accelerators whose
+# backend provides them. The cell uses CUDA's, so it
 # explains and skips itself on other machines.
 
 # %% tags=["nbval-ignore-output"]

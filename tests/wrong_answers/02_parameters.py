@@ -58,6 +58,16 @@ def make_rgnet():
     blocks = [nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4), nn.ReLU()) for _ in range(4)]
     return nn.Sequential(nn.Sequential(*blocks), nn.Linear(4, 1))
 
+# %% wrong id=make_rgnet -- deep-copies one block four times: no shared parameters, but four equal starts
+def make_rgnet():
+    import copy
+
+    block = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4), nn.ReLU())
+    block2 = nn.Sequential()
+    for i in range(4):
+        block2.add_module(f"block {i}", copy.deepcopy(block))
+    return nn.Sequential(block2, nn.Linear(4, 1))
+
 # %% wrong id=make_rgnet -- leaves out each block's last ReLU
 def make_rgnet():
     block2 = nn.Sequential()
