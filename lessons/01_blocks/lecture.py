@@ -305,10 +305,11 @@ print(chimera)
 # Every call of a tensor operation pays a fixed cost before any arithmetic:
 # Python runs the call and wraps the result in a Python object, PyTorch's
 # dispatcher picks the implementation for the tensors' device and autograd
-# state (the kernel then picks its loop for the dtype), and memory is
-# allocated for the output (on a GPU, launching the kernel comes on top). For big tensors that cost is invisible; for many tiny ones it
-# is nearly all of the time. Below, the same arithmetic, `n` element-wise
-# products of 8x8 matrices, is done three ways:
+# state (the kernel then picks its loop for the dtype), and memory is allocated
+# for the output (on a GPU, launching the kernel comes on top). For big tensors
+# that cost is invisible; for many tiny ones it is nearly all of the time.
+# Below, the same arithmetic, `n` element-wise products of 8x8 matrices, is
+# done three ways:
 #
 # - a Python loop, one multiplication per pair;
 # - one call of `torch._foreach_mul`, which runs that loop in C++ (the

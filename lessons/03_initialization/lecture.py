@@ -169,20 +169,21 @@ g = net[0].weight.grad
 print("all rows of the gradient equal:", torch.allclose(g, g[0].expand_as(g)))
 
 # %% [markdown]
-# The symmetry needs *every* layer to start constant, though. Starting one
-# layer at zero among random ones is common and works: the last layer of a
-# residual branch is often zeroed so that each block starts as the identity
-# (`x + branch(x) = x`), and a LoRA adapter starts its second matrix at zero so
-# that fine-tuning starts from the pretrained model. Row `i` of the zero
-# layer's weight gradient is output `i`'s upstream gradient times the layer's
-# input. The upstream gradients differ from output to output as soon as
-# anything above the layer treats its outputs differently (a random layer
-# after it, a loss that compares each output with its own target), so its
-# units part ways at the first step. (If nothing does, say the loss is just
-# the sum of the outputs, the rows stay equal.) The layers before it get
-# gradients from the second step on, once it is no longer zero. (A layer with zero weight *and* bias followed by a ReLU is the
-# exception: its outputs are all 0, where PyTorch takes ReLU's slope as 0, so
-# no gradient ever gets through and it stays zero.)
+# One constant layer among random ones is usually harmless, though, as long as
+# something above it treats its units differently. Starting one layer at zero
+# is common and works: the last layer of a residual branch is often zeroed so
+# that each block starts as the identity (`x + branch(x) = x`), and a LoRA
+# adapter starts its second matrix at zero so that fine-tuning starts from the
+# pretrained model. Row `i` of the zero layer's weight gradient is output `i`'s
+# upstream gradient times the layer's input. The upstream gradients differ from
+# output to output as soon as anything above the layer treats its outputs
+# differently (a random layer after it, a loss that compares each output with
+# its own target), so its units part ways at the first step. (If nothing does,
+# say the loss is just the sum of the outputs, the rows stay equal.) The layers
+# before it get gradients from the second step on, once it is no longer zero.
+# (A layer with zero weight *and* bias followed by a ReLU is the exception: its
+# outputs are all 0, where PyTorch takes ReLU's slope as 0, so no gradient ever
+# gets through and it stays zero.)
 
 # %%
 torch.manual_seed(2)

@@ -428,10 +428,11 @@ print(mixed[2])
 # when it is built; a lazy layer draws them at the dry run, later. Whether that
 # changes anything depends on the order. When every layer is lazy, or the lazy
 # ones come last, the draws happen in the same order as in the sized twin, and
-# one seed gives identical weights. Only when a sized layer comes *after* a lazy
-# one does it take the draws the lazy layer would have had, and then the
-# weights differ from that lazy layer on (the layers before it still match). (A random example batch drawn between the seed and the dry
-# run would shift the lazy draws too; we dry-run with zeros.)
+# one seed gives identical weights. Only when a sized layer comes *after* a
+# lazy one does it take the draws the lazy layer would have had, and then the
+# weights differ from that lazy layer on (the layers before it still match). (A
+# random example batch drawn between the seed and the dry run would shift the
+# lazy draws too; we dry-run with zeros.)
 
 # %%
 def seeded(build):

@@ -109,12 +109,12 @@ print(list(net.state_dict()))
 # Two details of `state_dict()` matter before you keep one around:
 #
 # - It holds parameters and **persistent** buffers only. A buffer registered
-#   with `persistent=False` (a cache, a mask that is rebuilt anyway) is left out,
-#   so it is neither saved nor restored.
+#   with `persistent=False` (a cache, a mask that is rebuilt anyway) is left
+#   out, so it is neither saved nor restored.
 # - Its tensors **share memory** with the model: they are the model's own
-#   numbers (detached from autograd), not a copy. A "best weights so far" kept as `best = model.state_dict()` changes
-#   with every later training step. Writing it to a file makes a copy; in memory,
-#   clone every tensor.
+#   numbers (detached from autograd), not a copy. A "best weights so far" kept
+#   as `best = model.state_dict()` changes with every later training step.
+#   Writing it to a file makes a copy; in memory, clone every tensor.
 
 # %%
 layer = nn.Linear(2, 2)
@@ -502,7 +502,10 @@ print("files starting with 'atomic':", sorted(p.name for p in root.glob("atomic*
 # A `state_dict` needs the Python class to be useful. `torch.export` instead
 # traces the model once into a graph of PyTorch operations and stores the graph
 # with the parameters in one `.pt2` file. Loading it needs no model code at all,
-# which is what serving and other languages want. (TorchScript, the older way
+# which is what serving and other languages want. It is not a safe format,
+# though: `torch.export.load` unpickles parts of the file, so, like
+# `torch.load(..., weights_only=False)`, it may run code hidden in the file.
+# Load `.pt2` files only from sources you trust. (TorchScript, the older way
 # with `torch.jit.script`, is deprecated in current PyTorch and warns.)
 #
 # We export the MLP from above in evaluation mode (why the mode matters comes
@@ -675,6 +678,7 @@ print(root.exists())
 # - `torch.export` stores architecture and parameters as a graph: no code needed
 #   to run it, at the price of fixed shapes (unless declared), one traced path
 #   and frozen Python state, the training mode included: call `eval()` first.
+#   Loading one unpickles, so only from sources you trust.
 # - Wrappers prefix the keys (`_orig_mod.`, `module.`): save the inner model or
 #   strip the prefix. `mmap=True` with `assign=True` loads big checkpoints
 #   without a second copy; `.safetensors` files hold tensors and no pickle.

@@ -252,7 +252,9 @@ except RuntimeError as error:
 # - Between the CPU, CUDA, MPS and the other accelerators that store tensors
 #   the same way, `.to()` keeps every `nn.Parameter` object and only swaps its
 #   data (`param.data = moved`). An optimizer built before the move still holds
-#   the model's parameters, and if it has not stepped yet, nothing is wrong.
+#   the model's parameters, and most optimizers (SGD, Adam) make no state
+#   before their first step; but some make it when they are built (Adagrad
+#   starts its running sums then), and that state stays where it was made.
 # - Its *state* is not moved. Adam creates its running averages at the first
 #   `step()`, on the device and in the dtype the parameters had then; `.to()`
 #   on the model does not touch them, so the next step fails. Below, a change
