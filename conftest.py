@@ -12,6 +12,20 @@ from tools import cells, course, notebooks, source  # noqa: E402
 
 ASSIGNMENTS = course.assignment_ids()
 
+
+def pytest_collection_modifyitems(config, items):
+    """Longest modules first: browser tests, then the other integration tests, then units
+    and notebooks. pytest-xdist hands whole modules (loadscope) to workers in this order, so
+    the short ones fill the gaps at the end instead of one long module running alone."""
+
+    def rank(item) -> int:
+        if item.get_closest_marker("browser"):
+            return 0
+        return 1 if item.get_closest_marker("integration") else 2
+
+    items.sort(key=rank)  # stable: each module's tests stay together and in their order
+
+
 # A whole, valid lesson 99 in jupytext form: tests break one rule at a time.
 DEMO_LECTURE = """# ---
 # jupyter:

@@ -3,6 +3,7 @@ steps (the repairs every grading path runs), without kernels or nbgrader."""
 
 import copy
 import json
+import os
 
 import nbformat
 import pytest
@@ -200,3 +201,30 @@ def test_make_check_env_prints_the_floor_warning(monkeypatch, capsys, version, w
     printed = capsys.readouterr().out
     assert f"torch       {version}" in printed
     assert ("WARNING: torch" in printed) == warns, printed
+
+
+def test_new_gradebooks_get_the_schema_head_alembic_names(tmp_path):
+    """course.py stamps new gradebooks with the schema head read in-process; it must be the
+    revision the `alembic heads` command (what nbgrader runs) names for the installed nbgrader."""
+    import subprocess
+    import sys
+
+    from nbgrader.api import Gradebook
+    from nbgrader.dbutil import _temp_alembic_ini
+    from sqlalchemy import create_engine, text
+
+    from grader import course
+
+    alembic = os.path.join(os.path.dirname(sys.executable), "alembic")
+    with _temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
+        heads = subprocess.check_output([alembic, "-c", ini, "heads"], text=True)
+    assert course.gradebook_schema_head() == heads.split()[0]
+    import nbgrader.api
+
+    assert nbgrader.api.get_alembic_version is course.gradebook_schema_head, "nbgrader would still run alembic"
+    db_url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(db_url):
+        pass
+    with create_engine(db_url).connect() as connection:
+        stamped = connection.execute(text("select version_num from alembic_version")).scalar_one()
+    assert stamped == heads.split()[0]
