@@ -102,7 +102,7 @@ def plain_nbgrader(assignment: str, subs: dict, work: Path) -> tuple[float, dict
 def our_grader(assignment: str, downloads: Path, work: Path, jobs: int, template: bool):
     root = work / f"ours-{jobs}-{'template' if template else 'normal'}"
     # As for plain nbgrader above: the course's gradebook exists before the clock starts
-    # (creating one runs alembic, about 2 s, once per course, not per class).
+    # (a once-per-course cost, not a per-class one).
     course.register(course.temporary_course(root, [assignment]), assignment)
     out = root / "grades.csv"
     start = time.perf_counter()
