@@ -511,7 +511,6 @@ print("files starting with 'atomic':", sorted(p.name for p in root.glob("atomic*
 # We export the MLP from above in evaluation mode (why the mode matters comes
 # next) and declare the batch dimension as dynamic.
 #
-#
 # (Some PyTorch releases, 2.11 among them, warn while loading that "the given
 # buffer is not writable": they wrap the file's bytes in tensors without
 # copying them. It is harmless here, so we silence exactly that message.)
@@ -557,9 +556,10 @@ print("exported after eval(), equal to the model:", torch.equal(for_inference(X)
 #   cannot be traced; it must be rewritten (e.g. with `torch.cond`).
 # - Python-level state is frozen: the training/evaluation mode (as just seen),
 #   constants, branches on arguments.
-# - You get a function for inference, not your class: no custom methods, and
-#   fine-tuning or changing the architecture still needs the original code and a
-#   `state_dict`.
+# - You get a function for inference, not your class: no custom methods. Its
+#   parameters are real and gradients flow through it, but its mode is frozen,
+#   so fine-tuning in training mode (dropout, BatchNorm) or changing the
+#   architecture still needs the original code and a `state_dict`.
 
 # %%
 fixed_shape = torch.export.export(net, (X,))
