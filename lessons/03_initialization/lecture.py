@@ -151,10 +151,12 @@ net.apply(init_small_normal)
 print(f"{net[0].weight.std().item():.2f}", net[0].bias.abs().max().item())
 
 # %% [markdown]
-# A constant initializer for every layer. All units of a layer then compute the
-# same thing and get the same gradient, so every step changes them alike: they
-# stay identical copies, and a layer of 8 units works like a layer of one. That
-# is why nobody starts a whole network from constants.
+# A constant initializer for every layer. All hidden units of a layer then
+# compute the same thing and get the same gradient, so every step changes them
+# alike: they stay identical copies, and a layer of 8 units works like a layer
+# of one. (Only the output layer's units can part ways, when the loss compares
+# each output with its own target; the hidden units below still move alike.)
+# That is why nobody starts a whole network from constants.
 
 # %%
 def init_constant(m):
@@ -432,7 +434,8 @@ print(f"Xavier with the tanh gain: std {w.std().item():.3f}, 5/3 * sqrt(2 / (256
 # keeps the variance of the activations steady in the forward pass;
 # `mode="fan_out"` keeps that of the gradients steady in the backward pass
 # instead (torchvision's ResNets use it). The two differ when a layer changes
-# the number of channels.
+# the number of channels or is grouped (`fan_in` counts only
+# `in_channels / groups`).
 
 # %%
 conv = nn.Conv2d(16, 32, kernel_size=3)
