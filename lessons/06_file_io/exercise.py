@@ -405,8 +405,12 @@ def _failing_replace_save(path, obj):
     with open(path, "rb") as f:
         before_bytes = f.read()
     saved = os.replace, os.rename
+    moved_from = []
 
     def fail(*args, **kwargs):
+        source = args[0] if args else kwargs.get("src")
+        if source is not None:
+            moved_from.append(os.path.dirname(os.path.realpath(source)))
         raise OSError(errno.EACCES, "simulated: moving the finished file into place failed")
 
     os.replace = os.rename = fail
@@ -420,6 +424,10 @@ def _failing_replace_save(path, obj):
                              "does the error reach the caller?")
     finally:
         os.replace, os.rename = saved
+    elsewhere = [d for d in moved_from if d != os.path.realpath(folder)]
+    assert not elsewhere, \
+        f"The file moved into place came from {elsewhere[0]}, not from the folder of path: os.replace cannot " \
+        "move a file across file systems, so write the temporary file next to path."
     with open(path, "rb") as f:
         assert f.read() == before_bytes, "After os.replace failed, the file at path changed: write only the temporary file."
     left = sorted(set(os.listdir(folder)) - before_files)
@@ -607,6 +615,18 @@ class _Payload:
         return (os.getcwd, ())
 
 
+def _save_as_if_from_gpu(obj, path):
+    """torch.save(obj, path) with every storage tagged cuda:0, as on a GPU machine. torch.save
+    asks its registry of device taggers (torch.serialization.register_package) where each
+    storage lives; torch offers no public way to take a tagger out again, hence the private list."""
+    tagger = (-1, lambda storage: "cuda:0", lambda storage, location: None)
+    torch.serialization._package_registry.insert(0, tagger)
+    try:
+        torch.save(obj, path)
+    finally:
+        torch.serialization._package_registry.remove(tagger)
+
+
 def _refused(path):
     """True if safe_load raises for the file at path."""
     try:
@@ -637,6 +657,14 @@ with tempfile.TemporaryDirectory() as _folder:
     _loaded = safe_load(Path(_folder) / "tensor.pt")
     assert isinstance(_loaded, torch.Tensor) and torch.equal(_loaded, torch.arange(4.0)) and _loaded.device.type == "cpu", \
         "A file holding a single tensor should load as that tensor, on the CPU."
+    _save_as_if_from_gpu({"w": torch.arange(3.0)}, Path(_folder) / "from_gpu.pt")
+    try:
+        _loaded = safe_load(Path(_folder) / "from_gpu.pt")
+    except Exception as _error:
+        raise AssertionError("safe_load failed on a file saved on a GPU, which this machine may not have: load "
+                             "onto the CPU (map_location).") from _error
+    assert torch.equal(_loaded["w"].cpu(), torch.arange(3.0)) and _loaded["w"].device.type == "cpu", \
+        f"A file saved on a GPU should load onto the CPU, got a tensor on {_loaded['w'].device}: pass map_location."
     _evil = os.path.join(_folder, "evil.pt")
     torch.save({"w": torch.ones(2), "extra": _Payload()}, _evil)
     assert _refused(_evil), \

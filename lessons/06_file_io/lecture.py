@@ -163,8 +163,8 @@ except Exception as error:
 # ## Strict loading: missing and unexpected keys
 #
 # `load_state_dict` matches entries **by name**. By default (`strict=True`) every
-# parameter of the model must be in the dict and every entry of the dict must
-# belong to the model. Rename one layer and loading fails, listing what is
+# key of the model's own `state_dict` (parameters and persistent buffers) must
+# be in the dict and every entry of the dict must belong to the model. Rename one layer and loading fails, listing what is
 # missing and what is unexpected.
 
 # %%
@@ -185,15 +185,32 @@ except RuntimeError as error:
     print(error)
 
 # %% [markdown]
-# With `strict=False` PyTorch loads what matches and *returns* the keys it
-# could not place instead of raising. Always look at that result: a silently
-# skipped layer keeps its random initialization.
+# With `strict=False` PyTorch loads every entry whose name matches and
+# *returns* the keys it could not place instead of raising. Always look at that
+# result: a silently skipped layer keeps its random initialization. It forgives
+# names only: an entry whose name matches but whose shape differs (a new output
+# layer with another number of classes, say) still raises, so drop such entries
+# from the dict before loading.
 
 # %%
 result = renamed.load_state_dict(torch.load(root / "mlp.params"), strict=False)
 print("missing:   ", result.missing_keys)
 print("unexpected:", result.unexpected_keys)
 print("hidden layer loaded:", torch.equal(renamed.hidden.weight, net.hidden.weight))
+
+# %% [markdown]
+# A new output layer for 3 classes keeps the name `out` but not the shape, and
+# `strict=False` does not help; leaving out the `out.` entries does:
+
+# %%
+three_classes = MLP()
+three_classes.out = nn.Linear(64, 3)
+try:
+    three_classes.load_state_dict(torch.load(root / "mlp.params"), strict=False)
+except RuntimeError as error:
+    print(str(error).splitlines()[1].strip())
+body_only = {key: value for key, value in torch.load(root / "mlp.params").items() if not key.startswith("out.")}
+print(three_classes.load_state_dict(body_only, strict=False))
 
 # %% [markdown]
 # The fix for a rename is to translate the keys, then load strictly again:
@@ -587,8 +604,8 @@ except Exception as error:
 # `DistributedDataParallel(model)` and `DataParallel(model)` save
 # `module.hidden.weight`. Loaded into a plain model, every key is unexpected
 # and every parameter missing. The real wrappers take seconds to import
-# (`torch.compile`), need a process group (`DistributedDataParallel`) or move
-# the model onto a GPU (`DataParallel`), so a stand-in that keeps the model as
+# (`torch.compile`), need a process group (`DistributedDataParallel`) or, where
+# CUDA exists, move the model onto a GPU (`DataParallel`), so a stand-in that keeps the model as
 # `self.module`, as the last two do, shows the problem here:
 
 # %%

@@ -70,15 +70,18 @@ def _simulated(cuda=0, mps=False):
     """Pretend the machine has `cuda` CUDA devices and (or not) MPS; restore the real functions afterwards."""
     accelerator = torch.accelerator
     saved = (torch.cuda.is_available, torch.cuda.device_count, torch.backends.mps.is_available,
+             torch.backends.mps.is_built, torch.mps.is_available, torch.mps.device_count,
              accelerator.is_available, accelerator.current_accelerator, accelerator.device_count)
     torch.cuda.is_available = lambda: cuda > 0
     torch.cuda.device_count = lambda: cuda
-    torch.backends.mps.is_available = lambda: mps
+    torch.backends.mps.is_available = torch.backends.mps.is_built = torch.mps.is_available = lambda: mps
+    torch.mps.device_count = lambda: int(mps)
     accelerator.is_available = accelerator.current_accelerator = accelerator.device_count = _no_accelerator_api
     try:
         yield
     finally:
         (torch.cuda.is_available, torch.cuda.device_count, torch.backends.mps.is_available,
+         torch.backends.mps.is_built, torch.mps.is_available, torch.mps.device_count,
          accelerator.is_available, accelerator.current_accelerator, accelerator.device_count) = saved
 
 
@@ -91,6 +94,8 @@ _TO_HOST = {"item", "tolist", "numpy", "cpu", "__array__", "__float__", "__int__
             "__repr__", "__format__", "__str__"}
 # Functions that read every tensor in a Python list one by one (torch.tensor([t0, t1, ...])).
 _FROM_LIST = {"tensor", "as_tensor", "asarray"}
+# Random draws made on the device: a real device has its own generator, so they differ from the CPU's.
+_RANDOM = {"rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like", "randint_like"}
 
 
 def _on_device(value):
@@ -113,6 +118,8 @@ class _HostReads(TorchFunctionMode):
         target = torch.device(targets[0]) if name == "to" and targets else kwargs.get("device")
         to_device = target is not None and torch.device(target) == _SIMULATED_DEVICE
         result = func(*args, **kwargs)
+        if name in _RANDOM and to_device and isinstance(result, torch.Tensor):
+            result = result.flatten().roll(1).reshape(result.shape)  # a device's generator draws other numbers
         if name in _FROM_LIST and args and isinstance(args[0], (list, tuple)):
             self.count += len(on_device)         # each element is read on its own
             on_device = []
@@ -290,6 +297,8 @@ assert isinstance(_moved["items"], list) and len(_moved["items"]) == 2 and _move
     and _moved["items"][1] == "name", \
     "A list should stay a list, with its tensors moved and its other values kept."
 assert _batch["x"].device.type == "cpu", "The original tensors should stay where they were: .to() returns a new tensor."
+assert _moved["items"] is not _batch["items"] and _batch["items"][0].device.type == "cpu", \
+    "The caller's list was changed in place: build a new list, and leave the batch you were given as it was."
 assert to_device(torch.ones(2), _meta).device.type == "meta", "A bare tensor should be moved too."
 _name = "a name"
 _moved = to_device({1: [None, _name], "empty": ((), [], {})}, _meta)
@@ -349,7 +358,13 @@ def timed(fn, device, repeats=10):
     ### END SOLUTION
 
 # %% tests grade_id="test_timed" points=2
+import threading
+import timeit
+
 _MACHINES = {"cuda": "two CUDA GPUs", "mps": "Apple's MPS", "cpu": "no accelerator"}
+# The clocks a timing function may read; the test logs each read (from the time module, and
+# timeit's default timer).
+_CLOCKS = ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns")
 
 
 def _timed_with_log(device, repeats, machine, work=lambda: None):
@@ -377,14 +392,27 @@ def _timed_with_log(device, repeats, machine, work=lambda: None):
             raise ValueError(f"torch.accelerator.synchronize was given a {device_type(where)} device on a {machine} machine")
         log.append("sync")
 
+    def logged(clock):
+        def read():
+            if threading.current_thread() is threading.main_thread():  # not the kernel's own threads
+                log.append("clock")
+            return clock()
+        return read
+
     saved = (torch.cuda.synchronize, torch.mps.synchronize, accelerator.synchronize, torch.cuda.is_available,
-             torch.cuda.device_count, torch.backends.mps.is_available, accelerator.is_available,
-             accelerator.current_accelerator, accelerator.device_count)
+             torch.cuda.device_count, torch.backends.mps.is_available, torch.backends.mps.is_built,
+             torch.mps.is_available, accelerator.is_available, accelerator.current_accelerator,
+             accelerator.device_count)
+    saved_clocks = {name: getattr(time, name) for name in _CLOCKS}
+    saved_timer = timeit.default_timer
     torch.cuda.synchronize, torch.mps.synchronize = synchronize_for("cuda"), synchronize_for("mps")
     accelerator.synchronize = accelerator_synchronize
     torch.cuda.is_available = lambda: machine == "cuda"
     torch.cuda.device_count = lambda: 2 if machine == "cuda" else 0
-    torch.backends.mps.is_available = lambda: machine == "mps"
+    torch.backends.mps.is_available = torch.backends.mps.is_built = torch.mps.is_available = lambda: machine == "mps"
+    for name, clock in saved_clocks.items():
+        setattr(time, name, logged(clock))
+    timeit.default_timer = logged(saved_timer)
     accelerator.is_available = lambda: machine != "cpu"
     accelerator.current_accelerator = lambda check_available=False: None if machine == "cpu" else torch.device(machine)
     accelerator.device_count = lambda: {"cuda": 2, "mps": 1, "cpu": 0}[machine]
@@ -403,13 +431,25 @@ def _timed_with_log(device, repeats, machine, work=lambda: None):
                              f"{error!r}: {advice}.") from error
     finally:
         (torch.cuda.synchronize, torch.mps.synchronize, accelerator.synchronize, torch.cuda.is_available,
-         torch.cuda.device_count, torch.backends.mps.is_available, accelerator.is_available,
-         accelerator.current_accelerator, accelerator.device_count) = saved
+         torch.cuda.device_count, torch.backends.mps.is_available, torch.backends.mps.is_built,
+         torch.mps.is_available, accelerator.is_available, accelerator.current_accelerator,
+         accelerator.device_count) = saved
+        for name, clock in saved_clocks.items():
+            setattr(time, name, clock)
+        timeit.default_timer = saved_timer
     return result, log
 
 
 def _check_synced(log, device, repeats):
-    """The log shows a synchronize before the first timed call and after the last one."""
+    """The log shows a synchronize before the first timed call and after the last one, and
+    right before every read of the clock."""
+    for k, entry in enumerate(log):
+        if entry == "clock":
+            before = [e for e in log[:k] if e != "clock"]
+            assert before and before[-1] == "sync", \
+                f"For the device {device}, timed read the clock while work could still be queued: synchronize " \
+                "right before every read of the clock, the last one included."
+    log = [entry for entry in log if entry != "clock"]
     calls = [k for k, entry in enumerate(log) if entry == "fn"]
     assert len(calls) >= repeats, f"fn should be called `repeats` ({repeats}) times, it was called {len(calls)} times."
     assert "sync" in log, \

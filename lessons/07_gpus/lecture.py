@@ -83,8 +83,9 @@ else:
 # so code no longer needs one branch per vendor:
 #
 # - `torch.accelerator.is_available()`: is there a usable accelerator?
-# - `torch.accelerator.current_accelerator(check_available=True)`: its device
-#   type (`cuda`, `mps`, ...), or `None` when there is none;
+# - `torch.accelerator.current_accelerator(check_available=True)` (the
+#   argument since 2.7): a `torch.device` of its type (`cuda`, `mps`, ...), or
+#   `None` when there is none;
 # - `torch.accelerator.device_count()`: how many devices of that type;
 # - `torch.accelerator.synchronize()`: wait until its queued work is done
 #   (it needs an accelerator: on a CPU-only machine it raises a `RuntimeError`).
@@ -616,8 +617,8 @@ torch.manual_seed(5)
 A, B = torch.randn(64, 64), torch.randn(64, 64)
 with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
     C = A @ B                              # on autocast's lower-precision list
-    loss = nn.functional.mse_loss(C, A)    # on its float32 list
-    S = A + B                              # on neither: its inputs' dtype
+    loss = nn.functional.mse_loss(C, C.T)  # on its float32 list: bfloat16 in, float32 out
+    S = C + C                              # on neither: its inputs' dtype
 print("product:", C.dtype, "| loss:", loss.dtype, "| sum:", S.dtype)
 error = ((C.float() - A @ B).abs().max() / (A @ B).abs().max()).item()
 print("bfloat16 product within 1% of float32:", error < 0.01)

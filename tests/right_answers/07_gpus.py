@@ -17,6 +17,21 @@ def try_gpu(i=0):
         return torch.device("mps", 0)
     return torch.device("cpu")
 
+# %% right id=try_gpu -- the tutorials' MPS test, is_available() and is_built()
+def try_gpu(i=0):
+    if i < torch.cuda.device_count():
+        return torch.device(f"cuda:{i}")
+    if i == 0 and torch.backends.mps.is_available() and torch.backends.mps.is_built():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+# %% right id=try_all_gpus -- torch.mps's own question, torch.mps.is_available()
+def try_all_gpus():
+    count = torch.cuda.device_count()
+    if count:
+        return [torch.device("cuda", i) for i in range(count)]
+    return [torch.device("mps")] if torch.mps.is_available() else [torch.device("cpu")]
+
 # %% right id=try_all_gpus -- returns device strings instead of torch.device objects
 def try_all_gpus():
     if torch.cuda.device_count():

@@ -231,6 +231,22 @@ def atomic_save(obj, path):
         os.remove(tmp)
         raise
 
+# %% wrong id=atomic_save fails=test_atomic_save_crashes -- pickles into memory, then writes the bytes to a temporary file in the system's temp folder
+def atomic_save(obj, path):
+    import io
+
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    fd, tmp = tempfile.mkstemp()
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(buffer.getvalue())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
 # %% wrong id=atomic_save fails=test_atomic_save_crashes -- catches the error and carries on, so the caller thinks the save worked
 def atomic_save(obj, path):
     tmp = f"{path}.tmp"
@@ -377,3 +393,7 @@ def safe_load(path):
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception:
         return None
+
+# %% wrong id=safe_load -- loads safely but leaves tensors on the device they were saved from
+def safe_load(path):
+    return torch.load(path, weights_only=True)

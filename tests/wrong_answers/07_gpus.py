@@ -96,6 +96,20 @@ def to_device(obj, device):
         return type(obj)(to_device(v, device) for v in obj if isinstance(v, (torch.Tensor, list, tuple, dict)))
     return obj
 
+# %% wrong id=to_device -- builds new dicts and tuples but rewrites the caller's lists in place
+def to_device(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        return {k: to_device(v, device) for k, v in obj.items()}
+    if isinstance(obj, tuple):
+        return tuple(to_device(v, device) for v in obj)
+    if isinstance(obj, list):
+        for i, v in enumerate(obj):
+            obj[i] = to_device(v, device)
+        return obj
+    return obj
+
 # %% wrong id=timed -- calls torch.cuda.synchronize for every device
 def timed(fn, device, repeats=10):
     torch.cuda.synchronize()
@@ -166,6 +180,19 @@ def timed(fn, device, repeats=10):
         fn()
     torch.accelerator.synchronize()
     return (time.perf_counter() - start) / repeats
+
+# %% wrong id=timed -- reads the end clock before the final synchronize, while work is still queued
+def timed(fn, device, repeats=10):
+    accelerated = torch.device(device).type != "cpu"
+    if accelerated:
+        torch.accelerator.synchronize(device)
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    elapsed = time.perf_counter() - start
+    if accelerated:
+        torch.accelerator.synchronize(device)
+    return elapsed / repeats
 
 # %% wrong id=log_norms -- never seeds, so two calls differ
 def log_norms(n, size, device, on_device=True):
@@ -318,3 +345,14 @@ def log_norms(n, size, device, on_device=True):
         B = torch.randn(size, size, generator=generator).to(device)
         norms.append(torch.linalg.matrix_norm((A @ B).to("cpu")).item())
     return norms
+
+# %% wrong id=log_norms -- draws the matrices on the device, so the values depend on the device
+def log_norms(n, size, device, on_device=True):
+    torch.manual_seed(0)
+    norms = []
+    for _ in range(n):
+        A = torch.randn(size, size, device=device)
+        B = torch.randn(size, size, device=device)
+        norm = torch.linalg.matrix_norm(A @ B)
+        norms.append(norm if on_device else norm.item())
+    return torch.stack(norms).cpu().tolist() if on_device else norms
