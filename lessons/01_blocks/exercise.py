@@ -226,6 +226,10 @@ _block = ParallelBlock(nn.Identity(), nn.Linear(3, 1))
 _block.to(torch.float64)
 assert _block(torch.ones(2, 3, dtype=torch.float64)).shape == (2, 4), \
     ".to() should reach both branches: are they registered?"
+_n1, _n2 = nn.Linear(3, 2), nn.Linear(3, 2)
+ParallelBlock(_n1, _n2)(torch.randn(4, 3)).sum().backward()
+assert all(_p.grad is not None and _p.grad.abs().sum() > 0 for _p in (_n1.weight, _n2.weight)), \
+    "Gradients should reach both branches: do not detach a branch's output or compute it under torch.no_grad()."
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -380,6 +384,9 @@ assert _lin.weight.grad is not None, "Gradients should reach the linear layer."
 assert not list(_net.buffers())[0].requires_grad, "The constant weight must not require gradients."
 _net.to(torch.float64)
 assert list(_net.buffers())[0].dtype == torch.float64, ".to() should convert the constant too: it must be a buffer."
+_W = list(FixedHiddenMLP(50).buffers())[0]
+assert bool((_W >= 0).all() and (_W < 1).all()), \
+    "The constant weight should be drawn with torch.rand, uniform on [0, 1); some values fall outside (torch.randn?)."
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -98,7 +98,9 @@ mlp(X).shape
 #
 # Assigning an `nn.Module` to an attribute registers it: `nn.Module.__setattr__`
 # sees a module and stores it in the block's `_modules` dictionary under the
-# attribute's name. It does not call `add_module`, but the effect is the same.
+# attribute's name. It does not call `add_module`, but for a new name the
+# effect is the same. (For a name a plain attribute already holds they differ:
+# assignment replaces the attribute, `add_module` raises `KeyError`.)
 # `children()` yields the direct children; `named_children()` yields them with
 # their names.
 
@@ -313,9 +315,11 @@ print(chimera)
 #
 # - a Python loop, one multiplication per pair;
 # - one call of `torch._foreach_mul`, which runs that loop in C++ (the
-#   optimizers in `torch.optim` use these *foreach* operations). On a CPU it
-#   still calls the multiplication once per pair, so only the Python part of
-#   the cost goes away; dispatch and allocation remain;
+#   optimizers in `torch.optim` use these *foreach* operations by default for
+#   GPU parameters, not for CPU ones). On a CPU it still calls the
+#   multiplication once per pair, so the Python loop and its per-call argument
+#   parsing go away; dispatch, allocation and the wrapping of each result
+#   remain;
 # - one batched multiplication of the stacked `(n, 8, 8)` tensors, which pays
 #   the fixed cost once.
 #
@@ -384,7 +388,7 @@ print(f"moving the loop into C++ saved {1 - cpp_times[-1] / python_times[-1]:.0%
 # - `forward` is Python: reuse a layer to share weights, loop, branch.
 # - Constants that belong to the model are buffers (`register_buffer`).
 # - Batch small operations: every call pays Python, the dispatcher and an
-#   allocation (plus a kernel launch on a GPU); a loop moved into C++ still
-#   pays all but the Python part for every call.
+#   allocation (plus a kernel launch on a GPU); a loop moved into C++ drops
+#   the Python loop but still dispatches and allocates once per tensor.
 #
 # Next: the exercise, `exercises/01_blocks/01_blocks.ipynb`.

@@ -185,6 +185,10 @@ assert len({id(p) for p in _net.parameters()}) == 18 and len(list(_net.parameter
 _other = make_rgnet()
 assert all(p is not q for p, q in zip(_net.parameters(), _other.parameters())), \
     "Two calls of make_rgnet() should give two independent nets with their own parameters."
+_same = [(_i, _j) for _i in range(4) for _j in range(_i + 1, 4)
+         if torch.equal(_net[0][_i][0].weight, _net[0][_j][0].weight)]
+assert not _same, \
+    f"Blocks {_same} start from the same weights: build every block anew (a copy of one block copies its values too)."
 torch.manual_seed(7)
 _X = torch.randn(5, 4)
 _h = _X

@@ -23,8 +23,11 @@
 # not just the examples.
 #
 # Several tests are statistical: they draw many random numbers and compare
-# proportions and spreads with generous margins, so a correct answer always
-# passes and a wrong distribution always fails.
+# proportions and spreads with generous margins. A correct answer fails them
+# with a probability below 1e-12, and the wrong distributions students usually
+# write miss the margins by far. They check the features of a distribution
+# that matter here, not every detail, so passing them is strong evidence, not
+# a proof, that a distribution is right.
 #
 # Use only `torch`, the standard library, `numpy` and `matplotlib`.
 
@@ -160,7 +163,11 @@ assert abs((_t < 0).float().mean().item() - 0.25) < 0.01, \
 ### BEGIN HIDDEN TESTS
 # The positive part should be uniform on [5, 10]: about 50 000 values with std
 # 5 / sqrt(12) = 1.44, so the mean has a standard error of 0.0065 (margin 0.05)
-# and the share below 7.5 one of 0.0022 (margin 0.02). Zero positions should not
+# and the share below 7.5 one of 0.0022 (margin 0.02). Each fifth of [5, 10]
+# should hold a fifth of the values: standard error 0.0018, margin 0.02, while
+# the mean of two uniforms on [5, 10] puts 0.08 in the first fifth and
+# N(7.5, 1.25**2) clamped to [5, 10] puts 0.115 there.
+# The negative part is checked the same way. Zero positions should not
 # follow a pattern: zero shares over halves of 100 000 entries have standard
 # error 0.0016 (margin 0.015).
 _pos, _neg = _t[_t > 0], _t[_t < 0]
@@ -168,6 +175,11 @@ assert abs(_pos.mean().item() - 7.5) < 0.05 and abs(_neg.mean().item() + 7.5) < 
     "The non-zero values should be uniform on [5, 10] and [-10, -5] (means 7.5 and -7.5)."
 assert abs((_pos < 7.5).float().mean().item() - 0.5) < 0.02 and abs((_neg > -7.5).float().mean().item() - 0.5) < 0.02, \
     "The non-zero values should be spread uniformly over [5, 10] and [-10, -5]."
+for _part in (_pos, -_neg):
+    _fifths = torch.histc(_part.float(), bins=5, min=5.0, max=10.0) / _part.numel()
+    assert bool(((_fifths - 0.2).abs() < 0.02).all()), \
+        "The non-zero values should be uniform on [5, 10] and [-10, -5], a fifth of them in each fifth of the " \
+        f"range; the shares are {[round(_f, 3) for _f in _fifths.tolist()]}: draw them with one uniform law."
 assert _pos.unique().numel() > 1000, "The non-zero values should be continuous, not a few fixed numbers."
 _z = (_t == 0).flatten().float()
 assert abs(_z[0::2].mean().item() - 0.5) < 0.015 and abs(_z[: _z.numel() // 2].mean().item() - 0.5) < 0.015, \

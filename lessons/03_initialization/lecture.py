@@ -456,7 +456,8 @@ for mode, fan in fans.items():
 # holds whatever was there before), and you fill every parameter and buffer
 # yourself: with `load_state_dict`, with your initializer, or with each
 # module's own `reset_parameters()`, which reruns its default initialization.
-# With the same seed the result equals a model built the ordinary way.
+# For the model below, whose layers keep their defaults, the result with the
+# same seed equals a model built the ordinary way.
 
 # %%
 def make_model():
@@ -503,6 +504,55 @@ print("plain MLP:", skipped_by_reset(model))
 print("attention:", skipped_by_reset(nn.Sequential(nn.MultiheadAttention(16, 2), nn.Linear(16, 4))))
 
 # %% [markdown]
+# An empty list is necessary, not sufficient. `reset_parameters()` gives each
+# layer PyTorch's *default* initialization, so it undoes whatever the model's
+# own `__init__` did after building its layers: an init loop over
+# `self.modules()` (torchvision's ResNets have one), `self.apply(init_fn)`, or
+# `nn.MultiheadAttention` setting its output projection's bias to zero. The
+# check cannot see this, since every layer has a `reset_parameters()`. The
+# model below applies Kaiming-normal weights and zero biases in `__init__`; it
+# passes the check, yet the loop gives it the default's spread and random
+# biases. For such a model, run its own initialization again after `to_empty`:
+# that draws from the right distributions, though not the same numbers as an
+# ordinary build, which drew the defaults first. (Even for default-initialized
+# layers, the same numbers need the loop to meet the layers in the order
+# `__init__` built them; `modules()` follows the order they were assigned.)
+
+# %%
+def kaiming_init(module):
+    if isinstance(module, nn.Linear):
+        nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
+        nn.init.zeros_(module.bias)
+
+
+class KaimingMLP(nn.Sequential):
+    def __init__(self):
+        super().__init__(nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+        self.apply(kaiming_init)  # the model's own initialization, after the defaults
+
+
+with torch.device("meta"):
+    kaiming = KaimingMLP()
+print("skipped:", skipped_by_reset(kaiming))
+kaiming = kaiming.to_empty(device="cpu")
+torch.manual_seed(11)
+for module in kaiming.modules():
+    if hasattr(module, "reset_parameters"):
+        module.reset_parameters()
+torch.manual_seed(11)
+ordinary = KaimingMLP()
+print(f"ordinary build: weight std {ordinary[0].weight.std().item():.3f}, bias all zero {not ordinary[0].bias.any()}")
+print(f"reset loop:     weight std {kaiming[0].weight.std().item():.3f}, bias all zero {not kaiming[0].bias.any()}")
+kaiming.apply(kaiming_init)  # the fix: rerun the model's own initialization
+print(f"own init again: weight std {kaiming[0].weight.std().item():.3f}, bias all zero {not kaiming[0].bias.any()}"
+      f" (Kaiming: sqrt(2 / 512) = {math.sqrt(2 / 512):.3f})")
+
+mha = nn.MultiheadAttention(16, 2)
+print("attention out_proj.bias zero after construction:", not mha.out_proj.bias.any())
+mha.out_proj.reset_parameters()
+print("after out_proj.reset_parameters():             ", not mha.out_proj.bias.any())
+
+# %% [markdown]
 # ## Summary
 #
 # - `nn.Linear` starts from `U(-1/sqrt(fan_in), 1/sqrt(fan_in))` for weight and
@@ -526,6 +576,8 @@ print("attention:", skipped_by_reset(nn.Sequential(nn.MultiheadAttention(16, 2),
 # - Build big models on the `meta` device, then `to_empty()` and initialize
 #   once (`reset_parameters()`, your own rule, or a checkpoint); first list the
 #   modules without a public `reset_parameters()` (`nn.MultiheadAttention`,
-#   your own), which the loop would leave unfilled.
+#   your own), which the loop would leave unfilled. The loop gives every layer
+#   PyTorch's default: a model whose `__init__` initializes its layers its own
+#   way needs that initialization run again instead.
 #
 # Now try it yourself: `exercises/03_initialization/03_initialization.ipynb`.

@@ -347,3 +347,27 @@ import copy
 def make_stack(factory, n):
     first = factory()
     return nn.Sequential(*(copy.deepcopy(first) for _ in range(n)))
+
+# %% wrong id=ParallelBlock -- detaches the second branch's output, so no gradient reaches net2
+class ParallelBlock(nn.Module):
+    def __init__(self, net1, net2, dim=-1):
+        super().__init__()
+        self.net1, self.net2, self.dim = net1, net2, dim
+
+    def forward(self, X):
+        return torch.cat((self.net1(X), self.net2(X).detach()), dim=self.dim)
+
+# %% wrong id=FixedHiddenMLP fails=test_FixedHiddenMLP_buffer -- draws the constant with torch.randn instead of torch.rand
+class FixedHiddenMLP(nn.Module):
+    def __init__(self, in_features=20):
+        super().__init__()
+        self.register_buffer("rand_weight", torch.randn(in_features, in_features))
+        self.linear = nn.Linear(in_features, in_features)
+
+    def forward(self, X):
+        X = self.linear(X)
+        X = F.relu(X @ self.rand_weight + 1)
+        X = self.linear(X)
+        while X.abs().sum() > 1:
+            X = X / 2
+        return X.sum()

@@ -139,3 +139,15 @@ def freeze(module, prefixes):
         if name.startswith(tuple(prefixes)):
             param.requires_grad_(False)
             yield name
+
+# %% wrong id=make_rgnet -- builds blocks 0 and 3 anew but deep-copies block 0 into blocks 1 and 2
+def make_rgnet():
+    import copy
+
+    def block():
+        return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4), nn.ReLU())
+
+    b0 = block()
+    block2 = nn.Sequential(OrderedDict([("block 0", b0), ("block 1", copy.deepcopy(b0)),
+                                        ("block 2", copy.deepcopy(b0)), ("block 3", block())]))
+    return nn.Sequential(block2, nn.Linear(4, 1))

@@ -239,3 +239,21 @@ def init_normal(m):
         m.weight = nn.Parameter(torch.randn_like(m.weight) * 0.01)
         if m.bias is not None:
             m.bias = nn.Parameter(torch.zeros_like(m.bias))
+
+# %% wrong id=weird_init_ fails=test_weird_init_ -- magnitudes from the mean of two uniforms: a tent on [5, 10], not uniform
+def weird_init_(tensor):
+    with torch.no_grad():
+        mag = 5 + 2.5 * (torch.rand(tensor.shape, dtype=tensor.dtype) + torch.rand(tensor.shape, dtype=tensor.dtype))
+        sign = torch.randint(0, 2, tensor.shape, dtype=tensor.dtype) * 2 - 1
+        keep = (torch.rand(tensor.shape) < 0.5).to(tensor.dtype)
+        tensor.copy_(mag * sign * keep)
+    return tensor
+
+# %% wrong id=weird_init_ fails=test_weird_init_ -- magnitudes from N(7.5, 1.25**2) clamped to [5, 10], not uniform
+def weird_init_(tensor):
+    with torch.no_grad():
+        mag = torch.empty(tensor.shape, dtype=tensor.dtype).normal_(7.5, 1.25).clamp_(5, 10)
+        sign = torch.randint(0, 2, tensor.shape, dtype=tensor.dtype) * 2 - 1
+        keep = (torch.rand(tensor.shape) < 0.5).to(tensor.dtype)
+        tensor.copy_(mag * sign * keep)
+    return tensor
