@@ -5,7 +5,6 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from matplotlib.figure import Figure
 from nbgrader.api import Gradebook
 
 from . import course
@@ -50,6 +49,9 @@ def report(assignment: str, db_url: str | None = None, out: Path | None = None, 
         f"flagged (tried to change how they are graded; read docs/grade-integrity.md, 'Reading a flag'): {len(flagged)}"
     )
     lines += [f"  {student}: {'; '.join(flags)}" for student, flags in sorted(flagged.items())]
+
+    # matplotlib here, not at the top: its import (0.4 s) would otherwise slow every command.
+    from matplotlib.figure import Figure
 
     # A Figure of its own (no pyplot): no global backend or open-figure state to set or clean.
     fig = Figure(figsize=(11, 4))
