@@ -24,11 +24,14 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+from queue import Empty
 
 import psutil
+from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Bool, Int, Unicode
+from traitlets import Bool, Int, Type, Unicode
 
 # What to do without bubblewrap, the same words on every path; each path then
 # names its own way to grade without isolation.
@@ -299,8 +302,51 @@ def command(
     return args + prlimit + inner
 
 
+class ReadyKernelClient(AsyncKernelClient):
+    """jupyter_client's client, except that `wait_for_ready` returns as soon as the kernel has
+    answered kernel_info on the shell channel and gone idle for it on iopub. jupyter_client's own
+    then waits for 0.2 s of silence on iopub, 0.2 s of every kernel's start; the messages it
+    drains are the startup's, which nbclient ignores anyway (it reads only its own requests')."""
+
+    async def _ready(self, timeout: float | None = None) -> None:
+        deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
+        while True:
+            request = self.kernel_info()
+            try:
+                reply = await self.shell_channel.get_msg(timeout=1)
+            except Empty:
+                reply = None
+            if reply is not None and reply["msg_type"] == "kernel_info_reply" and await self._idle_after(request):
+                self._handle_kernel_info_reply(reply)
+                return
+            if not await self._async_is_alive():
+                raise RuntimeError("Kernel died before replying to kernel_info")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Kernel didn't respond in {timeout:.0f} seconds")
+
+    async def _idle_after(self, request: str) -> bool:
+        """True once iopub says the kernel is idle after `request`; False after 50 ms without a
+        message (iopub not connected yet, or the kernel slow: the caller asks again, as
+        jupyter_client does after 0.2 s)."""
+        while True:
+            try:
+                msg = await self.iopub_channel.get_msg(timeout=0.05)
+            except Empty:
+                return False
+            if (
+                msg["msg_type"] == "status"
+                and msg["content"].get("execution_state") == "idle"
+                and msg["parent_header"].get("msg_id") == request
+            ):
+                return True
+
+    wait_for_ready = _ready
+
+
 class SandboxedKernelManager(AsyncKernelManager):
     """A kernel manager whose kernel runs in a bubblewrap sandbox over unix sockets."""
+
+    client_factory = Type(ReadyKernelClient, klass=AsyncKernelClient, config=True)
 
     scratch = Unicode("", help="folder the kernel may write to (its working directory)").tag(config=True)
     memory_mb = Int(2048, help="address-space limit of each process, in MiB").tag(config=True)

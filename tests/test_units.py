@@ -1,16 +1,18 @@
 """Unit tests on tiny in-memory notebooks: the grader's collect and restore
 steps (the repairs every grading path runs), without kernels or nbgrader."""
 
+import asyncio
 import contextlib
 import copy
 import json
 import os
 import sqlite3
+from queue import Empty
 
 import nbformat
 import pytest
 
-from grader import collect, restore
+from grader import collect, restore, sandbox
 
 pytestmark = pytest.mark.unit
 
@@ -228,3 +230,38 @@ def test_new_gradebooks_get_the_schema_head_alembic_names(tmp_path):
     with contextlib.closing(sqlite3.connect(tmp_path / "gradebook.db")) as connection:
         stamped = connection.execute("select version_num from alembic_version").fetchall()
     assert stamped == [(heads.split()[0],)]
+
+
+class _Channel:
+    """A client channel that hands out the given messages, then raises Empty (nothing came)."""
+
+    def __init__(self, messages):
+        self.messages = list(messages)
+
+    async def get_msg(self, timeout=None):
+        if not self.messages:
+            raise Empty
+        return self.messages.pop(0)
+
+
+def _status(state, parent):
+    return {"msg_type": "status", "content": {"execution_state": state}, "parent_header": {"msg_id": parent}}
+
+
+def test_a_grading_kernel_is_ready_once_idle_after_its_kernel_info_without_waiting_for_silence():
+    """sandbox.ReadyKernelClient (the grading kernels' client) stops reading iopub at the idle
+    status of its own kernel_info request: not at an earlier request's, and without the 0.2 s of
+    silence jupyter_client's client waits for; with nothing on iopub it reports False (ask again)."""
+    client = sandbox.ReadyKernelClient()
+    later = {"msg_type": "stream", "content": {"text": "later"}, "parent_header": {"msg_id": "run"}}
+    messages = [_status("busy", "info-2"), _status("idle", "info-1"), _status("idle", "info-2"), later]
+    client._iopub_channel = _Channel(messages)
+    assert asyncio.run(client._idle_after("info-2")) is True
+    assert client._iopub_channel.messages == [later], "read past its own idle status"
+    client._iopub_channel = _Channel([_status("busy", "info-3"), _status("idle", "info-1")])
+    assert asyncio.run(client._idle_after("info-3")) is False
+    manager = sandbox.SandboxedKernelManager()
+    try:
+        assert isinstance(manager.client(), sandbox.ReadyKernelClient)
+    finally:
+        os.rmdir(manager._sockets)
