@@ -129,6 +129,9 @@ judged = {
     "first": ParallelBlock(_j3, _j4, dim=0)(_jx),
     "parameters": len(list(ParallelBlock(_j1, _j2).parameters())),
 }
+_j5, _j6 = nn.Linear(3, 2), nn.Linear(3, 4)
+ParallelBlock(_j5, _j6)(_jx).sum().backward()
+judged["grads"] = [_j5.weight.grad, _j6.weight.grad]
 """
 
 
@@ -147,6 +150,18 @@ def check_parallel_block(data: dict) -> None:
     )
     if exact_int(data["parameters"], "len(list(block.parameters()))") != 4:
         raise Rejected("the block should own both networks' 4 parameters")
+    # d(sum of the output)/d(weight) of a Linear layer: each row is the sum of the input's rows.
+    column_sums = [sum(column) for column in transpose(x)]
+    for name, grad, rows in zip(("net1", "net2"), data["grads"], (2, 4)):
+        what = f"the gradient of {name}'s weight after ParallelBlock(net1, net2)(X).sum().backward()"
+        if grad is None:
+            raise Rejected(f"no gradient reaches {name}: do not detach a branch or run it under torch.no_grad()")
+        got = tensor(grad, what)
+        if shape(got) != (rows, 3) or not all(
+            type(a) is float and math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-4)
+            for a, b in zip(flat(got), column_sums * rows)
+        ):
+            raise Rejected(f"{what} is not what both branches' outputs give")
 
 
 COUNT_PARAMETERS = """\

@@ -243,6 +243,7 @@ class Liar:
 
 LIARS = [
     # forward returns no tensor at all: an object that answers every torch function with True
+    # and every method with itself, after filling both branches' gradients for a test that looks
     Liar(
         "liar_tensor_like_output",
         "01_blocks",
@@ -252,9 +253,13 @@ LIARS = [
         "class _Shape(tuple):\n    def __eq__(self, other):\n        return True\n    __hash__ = tuple.__hash__\n"
         "class _Yes:\n    shape = _Shape()\n    @classmethod\n"
         "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n        return True\n"
+        "    def __getattr__(self, name):\n        return lambda *args, **kwargs: self\n"
         "class ParallelBlock(nn.Module):\n    def __init__(self, net1, net2, dim=-1):\n"
         "        super().__init__()\n        self.net1, self.net2 = net1, net2\n"
-        "    def forward(self, X):\n        return _Yes()\n",
+        "    def forward(self, X):\n"
+        "        if torch.is_grad_enabled():\n"
+        "            (self.net1(X).sum() + self.net2(X).sum()).backward()\n"
+        "        return _Yes()\n",
     ),
     # an int equal to every number
     Liar(
