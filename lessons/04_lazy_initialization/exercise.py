@@ -46,8 +46,8 @@ _ = torch.manual_seed(0)  # the same random examples on every run
 # The module's class is no guide: after `load_state_dict` a `LazyLinear` keeps
 # its class until its first call, though its weights are real.
 #
-# Hint: a placeholder cannot tell you its shape or size; test what kind of
-# object it is.
+# Hint: a placeholder cannot tell you its shape (`.shape` raises an error, and
+# `.size()` gives a dummy `(0,)`); test what kind of object it is.
 
 # %% answer grade_id="has_uninitialized_params"
 def has_uninitialized_params(module):
@@ -61,9 +61,9 @@ def has_uninitialized_params(module):
 _net = nn.Sequential(nn.LazyLinear(4), nn.ReLU(), nn.LazyLinear(2))
 try:
     _result = has_uninitialized_params(_net)
-except ValueError as _error:
-    raise AssertionError("A placeholder cannot tell its size or shape (that raises ValueError): "
-                         "test what kind of object each parameter is instead.") from _error
+except (ValueError, RuntimeError) as _error:
+    raise AssertionError("A placeholder has no shape yet (.shape raises RuntimeError, .numel() ValueError, .size() "
+                         "gives a dummy (0,)): test what kind of object each parameter is instead.") from _error
 assert _result is True, "A network of fresh lazy layers still has placeholders: expected True."
 with torch.no_grad():
     _net(torch.zeros(1, 3))
@@ -119,8 +119,9 @@ assert isinstance(_result, bool), f"Return a plain bool, not {type(_result).__na
 #
 # 1. materialize every lazy parameter with a dry forward pass of `example_input`
 #    through `net`, **without recording gradients** and **in eval mode**, so that
-#    BatchNorm layers neither update their running statistics nor reject an
-#    input with one value per channel (such as one sample);
+#    BatchNorm layers (with the default `track_running_stats=True`) neither
+#    update their running statistics nor reject an input with one value per
+#    channel (such as one sample);
 # 2. give every submodule back its **own** previous training mode, in a
 #    `try`/`finally`, so that this happens **also when the dry run raises**;
 #    the error itself still reaches the caller (do not catch it);
@@ -300,6 +301,12 @@ assert int(_conv_bn[1].num_batches_tracked) == 0 and bool((_conv_bn[1].running_m
     "BatchNorm2d's running statistics moved during the dry run: it has to run in eval mode."
 assert all(m.training for m in _conv_bn.modules()), \
     "A convolutional net in training mode should be back in training mode after apply_init."
+_deep = nn.Sequential(nn.LazyLinear(4), nn.Sequential(nn.LazyBatchNorm1d(), nn.ReLU()))
+_deep[1][0].eval()  # a BatchNorm frozen one level down, inside a block in train()
+apply_init(_deep, torch.randn(2, 3))
+assert [m.training for m in _deep.modules()] == [True, True, True, False, True], \
+    "A BatchNorm frozen in eval inside a nested block was put back into train(): remember the mode of every " \
+    "module in net.modules() (not only net and its direct children) and restore each one."
 ### END HIDDEN TESTS
 
 # %% tests grade_id="test_apply_init_when_it_raises" points=1
@@ -457,7 +464,7 @@ _bn[0].train()
 _bn[1].train()
 assert infer_shapes(_bn, (1, 3)) == [("0.weight", (6, 3)), ("0.bias", (6,)), ("1.weight", (6,)), ("1.bias", (6,))], \
     "Only parameters belong in the list (buffers like running_mean come from state_dict()), and a batch of one " \
-    "must work: in eval mode BatchNorm accepts one value per channel."
+    "must work: in eval mode a BatchNorm with running statistics (the default) accepts one value per channel."
 assert int(_bn[1].num_batches_tracked) == 0 and bool((_bn[1].running_var == 1).all()), \
     "BatchNorm's running statistics moved during the dry run: it has to run in eval mode."
 assert [m.training for m in _bn.modules()] == [False, True, True, False], \
@@ -487,6 +494,23 @@ _no_params.register_forward_pre_hook(lambda module, args: _seen.append(args[0].c
 assert infer_shapes(_no_params, (2, 3, 4)) == [], "A network without parameters should give an empty list."
 assert len(_seen) == 1 and _seen[0].shape == (2, 3, 4) and _seen[0].dtype == torch.float32, \
     "A network without parameters should get float32 zeros of input_shape (torch.zeros(input_shape))."
+
+# A network on another device: PyTorch's meta device (shapes, no data) stands in for a GPU.
+_meta = nn.Sequential(nn.LazyLinear(2, device="meta"), nn.ReLU(), nn.LazyLinear(1, device="meta"))
+try:
+    _shapes = infer_shapes(_meta, (3, 4))
+except RuntimeError as _error:
+    raise AssertionError("A network on another device than the CPU failed: make the zeros on the device (and with "
+                         "the dtype) of the network's first parameter.") from _error
+assert _shapes == [("0.weight", (2, 4)), ("0.bias", (2,)), ("2.weight", (1, 2)), ("2.bias", (1,))], \
+    "Wrong shapes for a network that lives on another device."
+
+_deep = nn.Sequential(nn.LazyLinear(4), nn.Sequential(nn.LazyBatchNorm1d(), nn.ReLU()))
+_deep[1][0].eval()  # a BatchNorm frozen one level down, inside a block in train()
+infer_shapes(_deep, (2, 3))
+assert [m.training for m in _deep.modules()] == [True, True, True, False, True], \
+    "A BatchNorm frozen in eval inside a nested block was put back into train(): remember the mode of every " \
+    "module in net.modules() (not only net and its direct children) and restore each one."
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -513,10 +537,12 @@ assert len(_seen) == 1 and _seen[0].shape == (2, 3, 4) and _seen[0].dtype == tor
 # - every layer is registered (seen by `parameters()`, `state_dict()`, `.to()`),
 #   so keep the input layers in an `nn.ModuleDict` (its keys must be strings);
 # - a new input layer is made where the network lives: on the device and with
-#   the dtype of the network, which you can read from the shared output layer's
-#   weight (`nn.LazyLinear(hidden, device=..., dtype=...)`). A layer made with
-#   the defaults would be float32 on the CPU, so a width that first arrives after
-#   `net.to(torch.float64)` (or after moving the net to a GPU) would fail.
+#   the dtype of the network (not of the input `X`), which you can read from the
+#   shared output layer's weight (`nn.LazyLinear(hidden, device=..., dtype=...)`).
+#   A layer made with the defaults would be float32 on the CPU, so a width that
+#   first arrives after `net.to(torch.float64)` (or after moving the net to a GPU)
+#   would fail. The tests check the dtype; the device is not graded, since the
+#   grading machine may have no GPU, but get it right too.
 #
 # Layers added by a new width are not in an optimizer built before they
 # existed: in practice, send one batch of every width before building it.
@@ -669,6 +695,18 @@ except RuntimeError as _error:
                          "new input layer, when it is made, on the network's current device and dtype (not those it "
                          "had when it was built or first called).") from _error
 assert _y5.dtype == torch.float64, f"A float64 input to a float64 network gave a {_y5.dtype} output."
+# The network's dtype, not the input's: a float32 batch of a new width sent to a float64 network may fail, but the
+# input layer it makes must be float64 all the same. (The device half of the rule is not graded: on a machine without
+# a GPU there is no second real device to test it on. Make the layer on the network's device all the same.)
+_net64 = MultiWidthNet().to(torch.float64)
+try:
+    with torch.no_grad():
+        _net64(torch.randn(2, 6))
+except Exception:
+    pass  # rejecting float32 data is fine; what matters is the layer the call made
+assert {p.dtype for p in _net64.parameters()} == {torch.float64}, \
+    "A float32 batch of a new width left a float32 input layer in a float64 network: make the new layer with the " \
+    "dtype and device of the network (the shared output layer's weight), not those of the input X."
 ### BEGIN HIDDEN TESTS
 torch.manual_seed(42)
 _net = MultiWidthNet(hidden=8, out_features=3)
@@ -693,6 +731,15 @@ except RuntimeError as _error:
                          "dtype each time a new input layer is made.") from _error
 assert _y11.dtype == torch.float32 and all(p.dtype == torch.float32 for p in _net.parameters()), \
     "An input layer added after .to(torch.float32) should be float32, like the rest of the network."
+_net.to(torch.float64)
+try:
+    with torch.no_grad():
+        _net(torch.randn(3, 2))  # float32 data of a new width into the float64 network
+except Exception:
+    pass
+assert {p.dtype for p in _net.parameters()} == {torch.float64}, \
+    "A float32 batch of a new width left a float32 input layer in a float64 network: make the new layer with the " \
+    "network's dtype and device, not the input's."
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -710,17 +757,21 @@ assert _y11.dtype == torch.float32 and all(p.dtype == torch.float32 for p in _ne
 # input width from the output of the layer before it during the first forward
 # pass (256 for the second layer, then whatever that one produces). Until that
 # pass the later weights are placeholders, so counting parameters or
-# initializing by type must wait for a dry run. An optimizer built before the
-# dry run works, though: materializing fills in the very `Parameter` objects the
-# optimizer already holds, it does not replace them.
+# initializing by type must wait for a dry run. Most optimizers (`SGD`, `Adam`)
+# built before the dry run still work, since materializing fills in the very
+# `Parameter` objects they already hold; but one that creates its state in the
+# constructor, such as `Adagrad`, fails on the placeholders. So build the
+# optimizer after the dry run, as PyTorch's documentation does.
 #
 # (b) The shapes are fixed after materialization, so the 30-feature batch fails
 # in the first layer with a shape error ("mat1 and mat2 shapes cannot be
 # multiplied"); lazy layers never adapt again. A lazy layer infers only its
 # own input width, not its output width, so a sized layer after it that expects
 # another width also fails with a shape error. Either way you find out only at
-# run time, on the first forward pass, not when the model is built; and the
-# failed pass may already have materialized the layers before the error.
+# run time, not when the model is built: on the first forward pass that meets
+# the mismatch (the first 30-feature batch; for the two layers that do not fit,
+# the very first pass). The failed pass may already have materialized the
+# layers before the error.
 
 # %% [markdown]
 # ## 6. Inputs of varying dimensionality

@@ -72,14 +72,16 @@ for name, value in net.state_dict().items():
     print(f"{name:10s} {type(value).__name__}")
 
 # %% [markdown]
-# Asking a placeholder for anything that needs a shape fails. We catch the error
-# and print its type and first sentence, so the notebook keeps running.
+# Asking a placeholder for its `.shape` fails. We catch the error and print its
+# type and first sentence, so the notebook keeps running. `.size()` does
+# answer, but with a dummy `(0,)`, not the shape the weight will get.
 
 # %%
 try:
     weight.shape
 except RuntimeError as error:
     print(type(error).__name__ + ":", str(error).split(".")[0])
+print("weight.size():", tuple(weight.size()))
 
 # %% [markdown]
 # Counting parameters, a common first look at a model, fails for the same reason.
@@ -151,8 +153,10 @@ print("after the first call: ", type(loaded).__name__)
 # %% [markdown]
 # ## Initializers and lazy layers
 #
-# Lesson 3 wrote initializers like this one, applied with `net.apply`. It picks
-# the layers to touch by their exact type.
+# Many initializers in the wild, and in older tutorials, look like this one: a
+# function applied with `net.apply` (lesson 3) that picks the layers to touch
+# by their exact type. Lesson 3 tested with `isinstance` instead; we come back
+# to that below.
 
 # %%
 def init_normal(m):
@@ -175,8 +179,8 @@ std = lazy_net[0].weight.std().item()
 print(f"std of the first weight: {std:.3f} (we asked for 0.010)")
 
 # %% [markdown]
-# Writing the test as `isinstance(m, nn.Linear)` does not rescue it: now the
-# initializer reaches the placeholder and fails loudly. That is better than
+# Lesson 3's test, `isinstance(m, nn.Linear)`, does not rescue it either: now
+# the initializer reaches the placeholder and fails loudly. That is better than
 # failing silently, but still not what we want.
 
 # %%
@@ -203,7 +207,8 @@ except ValueError as error:
 #   updates its running statistics on every training-mode forward pass, and
 #   `no_grad` does **not** stop that (the statistics are buffers, not
 #   gradients); in training mode it also refuses an input with a single value
-#   per channel, such as one sample. In eval mode it only reads its statistics.
+#   per channel, such as one sample. In eval mode (with the default
+#   `track_running_stats=True`) it only reads its running statistics.
 #
 # Switching to eval mode must not outlive the dry run. Before it, remember the
 # mode of *every* submodule, not just of the network: a net in `train()` may
@@ -338,10 +343,14 @@ lazy_net(torch.rand(4, 20)).sum().backward()
 print("gradient reached the first layer:", lazy_net[0].weight.grad is not None)
 
 # %% [markdown]
-# An optimizer may even be built *before* the dry run. Materializing does not
-# replace a placeholder with a new tensor: it fills in the same `Parameter`
-# object (and changes its class), so the optimizer already holds the real
-# weights.
+# Most optimizers, `SGD` and `Adam` among them, may even be built *before* the
+# dry run. Materializing does not replace a placeholder with a new tensor: it
+# fills in the same `Parameter` object (and changes its class), so the
+# optimizer already holds the real weights. Not every optimizer waits for its
+# first `step()`, though: `Adagrad` creates its per-parameter state in its
+# constructor, and a placeholder has no shape to create it with. The safe
+# order, and the one PyTorch's documentation of lazy modules uses, is the dry
+# run first and the optimizer after.
 
 # %%
 torch.manual_seed(0)
@@ -354,6 +363,11 @@ before = early[0].weight.detach().clone()
 early(torch.randn(8, 3)).pow(2).mean().backward()
 optimizer.step()
 print("the optimizer moved the first weight:", not torch.equal(before, early[0].weight))
+
+try:
+    torch.optim.Adagrad(nn.Sequential(nn.LazyLinear(4)).parameters())
+except ValueError as error:
+    print("Adagrad on placeholders:", type(error).__name__ + ":", str(error).split(" in ")[0])
 
 # %% [markdown]
 # Do the dry run by *calling* the network, `net(x)`, never with `net.forward(x)`.
@@ -587,12 +601,15 @@ print("the shared weight's gradient changed with the second width:",
 # ## Lazy layers and devices
 #
 # Where do the weights appear? Not where the example input lives: a lazy
-# layer's placeholder already has a device and a dtype (the CPU and float32 by
-# default, or whatever `.to()` set), and materializing creates the real tensor
-# with those. So the order matters: **move the network first, then do the dry
-# run** with an input on the same device (`net.to(device, dtype)`). PyTorch's
-# own documentation of lazy modules does the same: `.cuda()` right after
-# construction, before any dry run.
+# layer's placeholder already has a device and a dtype, and materializing
+# creates the real tensor with those. They are the ones given to the
+# constructor (`nn.LazyLinear(8, device=..., dtype=...)`) or set by a later
+# `.to()`; otherwise the defaults, the CPU and float32 unless
+# `torch.set_default_device` or `torch.set_default_dtype` changed them. So the
+# order matters: **move the network first, then do the dry run** with an input
+# on the same device (`net.to(device, dtype)`). PyTorch's own documentation of
+# lazy modules does the same: `.cuda()` right after construction, before any
+# dry run.
 #
 # The helper below picks a GPU if there is one (CUDA or Apple MPS) and the CPU
 # otherwise. On a CPU-only machine we stand in for "another device" with
@@ -661,8 +678,11 @@ print("moved to float64 first:", double_net[0].weight.dtype)
 #   when the dry run raises.
 # - An eval-mode dry run skips branches that run only in training mode; check
 #   that nothing is still lazy afterwards.
-# - An optimizer built before the dry run works: the placeholders become the
-#   real weights in place.
+# - Most optimizers (`SGD`, `Adam`) also work when built before the dry run,
+#   because the placeholders become the real weights in place; one that creates
+#   its state in the constructor, such as `Adagrad`, fails on placeholders. The
+#   safe order, the one PyTorch's documentation uses: dry run first, optimizer
+#   after.
 # - Lazy weights are created on the network's own device and dtype, not the
 #   input's: `.to(device, dtype)` first, then the dry run.
 # - Lazy layers are initialized after sized ones, so when a sized layer follows

@@ -252,8 +252,9 @@ print("output shape:", tuple(sequence_net(torch.rand(4, 7, 3)).shape))
 # %% [markdown]
 # ## Readable printing with `extra_repr`
 #
-# Printing that network is not very informative: our layers show only their
-# class names (and the children of a `ParameterList`), not their sizes.
+# Printing that network is not very informative: `MyLinear` prints as
+# `MyLinear()`, without its sizes. Only the entries of the `ParameterList`
+# inside `StepwiseLinear` show theirs.
 
 # %%
 print(net)
@@ -397,14 +398,16 @@ except GradcheckError as error:
 # A tensor created inside `forward` (a mask, a range of positions, a constant
 # matrix) starts on the default device with the default dtype (the CPU and
 # float32, unless `torch.set_default_device` or `torch.set_default_dtype`
-# changed them), not where the input lives. Parameters and
-# buffers follow `.to()` and `.double()`; such a tensor does not, so the layer
-# breaks as soon as its input lives elsewhere: on a GPU with a device-mismatch
-# error, in double precision (as `gradcheck` needs) with a dtype error. Create
-# it with `device=X.device, dtype=X.dtype`, or with `torch.zeros_like(X)`,
-# `X.new_ones(...)` and friends, which copy both from `X`. Here a layer
-# computes running sums along the last dimension as a product with a
-# triangular matrix of ones.
+# changed them), not where the input lives. Parameters and buffers follow
+# `.to()` and `.double()`; such a tensor does not. With an input on a GPU the
+# layer then fails with a device-mismatch error. With an input of another dtype
+# it either fails with a dtype error (a matrix product) or, in elementwise
+# arithmetic, is silently promoted: a float16 input times a float32 tensor
+# comes out float32. Create it with `device=X.device, dtype=X.dtype`, or with
+# `torch.zeros_like(X)`, `X.new_ones(...)` and friends, which copy both from
+# `X`. Here one layer computes running sums along the last dimension as a
+# product with a triangular matrix of ones, and another scales the features by
+# a ramp from 0 to 1, elementwise.
 
 # %%
 class RunningSum(nn.Module):
@@ -427,6 +430,14 @@ except RuntimeError as error:
 print("running sums right:", torch.allclose(RunningSumFixed()(X), X.cumsum(-1)))
 print("gradcheck passed:", torch.autograd.gradcheck(RunningSumFixed(), (X,)))
 
+
+class Ramp(nn.Module):
+    def forward(self, X):
+        return X * torch.linspace(0, 1, X.shape[-1])  # float32 on the CPU, whatever X is
+
+
+print("float16 input, Ramp output:", Ramp()(torch.ones(2, 4, dtype=torch.float16)).dtype)
+
 # %% [markdown]
 # ## Summary
 #
@@ -445,6 +456,8 @@ print("gradcheck passed:", torch.autograd.gradcheck(RunningSumFixed(), (X,)))
 # - `torch.autograd.gradcheck` in double precision checks a layer's gradients
 #   against finite differences, and a hand-written `torch.autograd.Function`'s
 #   `backward` against its `forward`.
-# - Tensors made inside `forward` take the input's device and dtype.
+# - Create tensors inside `forward` on the input's device and with its dtype
+#   (`device=X.device, dtype=X.dtype`, `X.new_ones(...)`, `torch.zeros_like(X)`):
+#   by default they are float32 on the CPU, whatever the input.
 #
 # Now practise in the exercise notebook `exercises/05_custom_layers/05_custom_layers.ipynb`.

@@ -74,3 +74,35 @@ class MultiWidthNet(nn.Module):
         if key not in self.layers:
             self.layers[key] = nn.LazyLinear(self.out.in_features).to(self.out.weight)
         return self.out(nn.functional.relu(self.layers[key](X)))
+
+# %% right id=infer_shapes -- zeros moved with .to(first parameter), modes saved as a list and set back by assignment
+def infer_shapes(net, input_shape):
+    params = list(net.parameters())
+    zeros = torch.zeros(tuple(input_shape))
+    if params:
+        zeros = zeros.to(params[0])
+    stack = [(m, m.training) for m in net.modules()]
+    net.eval()
+    try:
+        with torch.no_grad():
+            net(zeros)
+    finally:
+        for m, mode in stack:
+            m.training = mode
+    return [(name, tuple(p.shape)) for name, p in net.named_parameters()]
+
+# %% right id=MultiWidthNet -- casts every input to the network's dtype and device before the input layer
+class MultiWidthNet(nn.Module):
+    def __init__(self, hidden=16, out_features=1):
+        super().__init__()
+        self.hidden = hidden
+        self.per_width = nn.ModuleDict()
+        self.relu = nn.ReLU()
+        self.shared = nn.Linear(hidden, out_features)
+
+    def forward(self, X):
+        w = self.shared.weight
+        X = X.to(device=w.device, dtype=w.dtype)
+        if str(X.shape[-1]) not in self.per_width:
+            self.per_width[str(X.shape[-1])] = nn.LazyLinear(self.hidden, device=w.device, dtype=w.dtype)
+        return self.shared(self.relu(self.per_width[str(X.shape[-1])](X)))

@@ -179,6 +179,20 @@ def apply_init(net, example_input, init_fn=None):
         net.apply(init_fn)
     return net
 
+# %% wrong id=apply_init fails=test_apply_init_modes -- restores the modes of net and its direct children only: a BatchNorm frozen deeper down wakes up
+def apply_init(net, example_input, init_fn=None):
+    modes = [(m, m.training) for m in [net, *net.children()]]
+    net.eval()
+    try:
+        with torch.no_grad():
+            net(example_input)
+    finally:
+        for m, training in modes:
+            m.train(training)
+    if init_fn is not None:
+        net.apply(init_fn)
+    return net
+
 # %% wrong id=infer_shapes -- lists the state_dict, buffers included
 def infer_shapes(net, input_shape):
     first = next(iter(net.parameters()), None)
@@ -328,7 +342,7 @@ class MultiWidthNet(nn.Module):
         self.inputs[key] = nn.LazyLinear(self.hidden, device=shared.device, dtype=shared.dtype)
         return self.body(self.inputs[key](X))
 
-# %% wrong id=MultiWidthNet -- a whole network per width: the body is not shared
+# %% wrong id=MultiWidthNet fails=test_MultiWidthNet,test_MultiWidthNet_dtype -- a whole network per width (made with the input's dtype): the body is not shared
 class MultiWidthNet(nn.Module):
     def __init__(self, hidden=16, out_features=1):
         super().__init__()
@@ -446,4 +460,46 @@ class MultiWidthNet(nn.Module):
         key = str(X.shape[-1])
         if key not in self.inputs:
             self.inputs[key] = nn.LazyLinear(self.hidden, **self.where)
+        return self.body(self.inputs[key](X))
+
+# %% wrong id=infer_shapes -- zeros with the network's dtype but on the default device: a network on another device fails
+def infer_shapes(net, input_shape):
+    first = next(iter(net.parameters()), None)
+    zeros = torch.zeros(input_shape) if first is None else torch.zeros(input_shape, dtype=first.dtype)
+    modes = {module: module.training for module in net.modules()}
+    net.eval()
+    try:
+        with torch.no_grad():
+            net(zeros)
+    finally:
+        for module, training in modes.items():
+            module.train(training)
+    return [(name, tuple(p.shape)) for name, p in net.named_parameters()]
+
+# %% wrong id=infer_shapes -- restores the modes of net and its direct children only: a BatchNorm frozen deeper down wakes up
+def infer_shapes(net, input_shape):
+    first = next(iter(net.parameters()), None)
+    zeros = torch.zeros(input_shape) if first is None else torch.zeros(input_shape, dtype=first.dtype, device=first.device)
+    modes = [(m, m.training) for m in [net, *net.children()]]
+    net.eval()
+    try:
+        with torch.no_grad():
+            net(zeros)
+    finally:
+        for m, training in modes:
+            m.train(training)
+    return [(name, tuple(p.shape)) for name, p in net.named_parameters()]
+
+# %% wrong id=MultiWidthNet fails=test_MultiWidthNet_dtype -- makes a new input layer with the input's dtype and device, not the network's
+class MultiWidthNet(nn.Module):
+    def __init__(self, hidden=16, out_features=1):
+        super().__init__()
+        self.hidden = hidden
+        self.inputs = nn.ModuleDict()
+        self.body = nn.Sequential(nn.ReLU(), nn.Linear(hidden, out_features))
+
+    def forward(self, X):
+        key = str(X.shape[-1])
+        if key not in self.inputs:
+            self.inputs[key] = nn.LazyLinear(self.hidden, device=X.device, dtype=X.dtype)
         return self.body(self.inputs[key](X))
