@@ -55,36 +55,49 @@ def test_no_solution_text_reaches_the_exercise(assignment):
             assert cell.source not in text, "a model answer leaked into the exercise"
 
 
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_every_graded_test_fails_on_the_untouched_exercise(assignment):
-    blank = cells.graded_cells(cells.exercise(assignment))
-    outcome = cells.run(blank)
-    assert outcome, "the exercise has no graded tests"
-    passing = [test_id for test_id, error in outcome.items() if error is None]
-    assert passing == [], f"tests that pass on the blank exercise: {passing}"
+class RunsAnswers:
+    """The checks that run a lesson's cells with answers swapped in, the costly part of this module.
+    One subclass per lesson (below): pytest-xdist's loadscope hands each class to a worker of its
+    own, so the lessons' runs go side by side instead of one worker running them all."""
+
+    assignment = ""
+
+    def test_every_graded_test_fails_on_the_untouched_exercise(self):
+        blank = cells.graded_cells(cells.exercise(self.assignment))
+        outcome = cells.run(blank)
+        assert outcome, "the exercise has no graded tests"
+        passing = [test_id for test_id, error in outcome.items() if error is None]
+        assert passing == [], f"tests that pass on the blank exercise: {passing}"
+
+    def test_wrong_answer_loses_exactly_its_items_points(self, wrong):
+        nb_cells = cells.solution_cells(wrong.lesson)
+        assert wrong.answer_id in {c["id"] for c in nb_cells if c["answer"]}
+        outcome = cells.run(nb_cells, {wrong.answer_id: wrong.code})
+        failed = {test_id for test_id, error in outcome.items() if error is not None}
+        assert failed == set(wrong.fails)
+
+    def test_a_correct_answer_written_differently_passes_every_test(self, right):
+        nb_cells = cells.solution_cells(right.lesson)
+        assert right.answer_id in {c["id"] for c in nb_cells if c["answer"]}
+        outcome = cells.run(nb_cells, {right.answer_id: right.code})
+        assert {test_id: repr(error) for test_id, error in outcome.items() if error is not None} == {}
 
 
-WRONG = [w for a in ASSIGNMENTS for w in cells.read_wrong_answers(a)]
+def pytest_generate_tests(metafunc):
+    """Each lesson's class runs that lesson's wrong and right answers (tests/*_answers/)."""
+    lesson = getattr(metafunc.cls, "assignment", "")
+    if "wrong" in metafunc.fixturenames:
+        metafunc.parametrize("wrong", cells.read_wrong_answers(lesson), ids=str)
+    if "right" in metafunc.fixturenames:
+        metafunc.parametrize("right", cells.read_right_answers(lesson), ids=str)
 
 
-@pytest.mark.parametrize("wrong", WRONG, ids=str)
-def test_wrong_answer_loses_exactly_its_items_points(wrong):
-    nb_cells = cells.solution_cells(wrong.lesson)
-    assert wrong.answer_id in {c["id"] for c in nb_cells if c["answer"]}
-    outcome = cells.run(nb_cells, {wrong.answer_id: wrong.code})
-    failed = {test_id for test_id, error in outcome.items() if error is not None}
-    assert failed == set(wrong.fails)
-
-
-RIGHT = [r for a in ASSIGNMENTS for r in cells.read_right_answers(a)]
-
-
-@pytest.mark.parametrize("right", RIGHT, ids=str)
-def test_a_correct_answer_written_differently_passes_every_test(right):
-    nb_cells = cells.solution_cells(right.lesson)
-    assert right.answer_id in {c["id"] for c in nb_cells if c["answer"]}
-    outcome = cells.run(nb_cells, {right.answer_id: right.code})
-    assert {test_id: repr(error) for test_id, error in outcome.items() if error is not None} == {}
+for _assignment in ASSIGNMENTS:
+    _name = f"TestAnswers_{_assignment}"
+    _members: dict = {"assignment": _assignment}
+    if not cells.read_right_answers(_assignment):  # nothing to run: no test, rather than a skipped one
+        _members["test_a_correct_answer_written_differently_passes_every_test"] = None
+    globals()[_name] = type(_name, (RunsAnswers,), _members)
 
 
 def test_the_cell_runner_can_tell_a_failing_test():
