@@ -67,6 +67,18 @@ def course_files(config, assignment: str) -> dict[str, bytes]:
     return {name: path.read_bytes() for name, path in paths.items()}
 
 
+def _worker_folder() -> str | None:
+    """The local directory of the Dask worker this runs on; None outside a worker."""
+    try:
+        from distributed import get_worker
+    except ImportError:
+        return None
+    try:
+        return get_worker().local_directory
+    except ValueError:  # not on a worker
+        return None
+
+
 def _scratch_api(files: dict[str, bytes], assignment: str, options):
     """This worker's private course for `assignment`, made once per set of course files."""
 
@@ -76,7 +88,10 @@ def _scratch_api(files: dict[str, bytes], assignment: str, options):
         return cached[1]
     if cached:  # the course changed since: its old copy is of no use
         shutil.rmtree(cached[1].coursedir.root, ignore_errors=True)
-    root = Path(tempfile.mkdtemp(prefix="course-grader-worker-"))
+    # In the Dask worker's own folder, which Dask removes with the worker (and which the next
+    # worker on the machine purges when a killed one could not): atexit alone leaked a course
+    # in /tmp for every worker that was killed or stopped by its nanny.
+    root = Path(tempfile.mkdtemp(prefix="course-grader-worker-", dir=_worker_folder()))
     atexit.register(shutil.rmtree, root, True)
     for name, data in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)

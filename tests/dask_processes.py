@@ -46,6 +46,7 @@ def dask_cluster(logs: Path, workers: list[list[str]], protocol="tcp", tls: list
             stderr=subprocess.STDOUT,
         )
     ]
+    workers_range = range(len(workers))
     for i, extra in enumerate(workers):
         processes.append(
             subprocess.Popen(
@@ -62,6 +63,8 @@ def dask_cluster(logs: Path, workers: list[list[str]], protocol="tcp", tls: list
                     "--no-dashboard",
                     "--name",
                     f"w{i}",
+                    "--local-directory",
+                    str(logs / f"worker{i}-files"),
                     *tls,
                     *extra,
                 ],
@@ -74,7 +77,11 @@ def dask_cluster(logs: Path, workers: list[list[str]], protocol="tcp", tls: list
     try:
         with Client(address, timeout="30s") as client:
             client.wait_for_workers(len(workers), timeout=90)
-        yield {"address": address, "workers": processes[1:]}
+        yield {
+            "address": address,
+            "workers": processes[1:],
+            "files": [logs / f"worker{i}-files" for i in workers_range],
+        }
     finally:
         everything = []
         for process in started:
@@ -91,6 +98,9 @@ def dask_cluster(logs: Path, workers: list[list[str]], protocol="tcp", tls: list
                 process.kill()
         _, alive = psutil.wait_procs(everything, timeout=15)
         assert alive == [], f"processes left behind by the cluster: {alive}"
+        # Each worker's scratch course lives in its own folder, and goes with the worker.
+        left = [p for i in workers_range for p in (logs / f"worker{i}-files").rglob("course-grader-worker-*")]
+        assert left == [], f"scratch courses left behind by the workers: {left}"
 
 
 def grade_rows(tmp_path, folder, **options):

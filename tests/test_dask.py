@@ -52,6 +52,9 @@ def test_rows_on_the_cluster_equal_a_single_job_run(cluster, tmp_path):
     folder = tmp_path / "class"
     _class(folder)
     on_cluster = grade_rows(tmp_path / "dask", folder, scheduler=cluster["address"], jobs=2)
+    assert [p for files in cluster["files"] for p in files.rglob("course-grader-worker-*")], (
+        "the workers' scratch courses should live in their own Dask folders (Dask removes those)"
+    )
     single = grade_rows(tmp_path / "single", folder, jobs=1)
     assert set(on_cluster) == set(single) == {"correct", "blank", "one_wrong", "dies", "empty", "forger"}
     for student, row in single.items():
