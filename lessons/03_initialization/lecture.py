@@ -509,14 +509,15 @@ print("attention:", skipped_by_reset(nn.Sequential(nn.MultiheadAttention(16, 2),
 # own `__init__` did after building its layers: an init loop over
 # `self.modules()` (torchvision's ResNets have one), `self.apply(init_fn)`, or
 # `nn.MultiheadAttention` setting its output projection's bias to zero. The
-# check cannot see this, since every layer has a `reset_parameters()`. The
-# model below applies Kaiming-normal weights and zero biases in `__init__`; it
-# passes the check, yet the loop gives it the default's spread and random
-# biases. For such a model, run its own initialization again after `to_empty`:
-# that draws from the right distributions, though not the same numbers as an
-# ordinary build, which drew the defaults first. (Even for default-initialized
-# layers, the same numbers need the loop to meet the layers in the order
-# `__init__` built them; `modules()` follows the order they were assigned.)
+# check lists the attention module (it has no public `reset_parameters()`), but
+# it cannot see the first two, since every layer there has one. The model below
+# applies Kaiming-normal weights and zero biases in `__init__`; it passes the
+# check, yet the loop gives it the default's spread and random biases. For such
+# a model, run its own initialization again after the reset loop: with the same
+# seed that is exactly the order an ordinary build draws in (defaults first,
+# then the model's own), so the numbers match too. (They match only if the loop
+# meets the layers in the order `__init__` built them; `modules()` follows the
+# order they were assigned.)
 
 # %%
 def kaiming_init(module):
@@ -539,13 +540,15 @@ torch.manual_seed(11)
 for module in kaiming.modules():
     if hasattr(module, "reset_parameters"):
         module.reset_parameters()
+print(f"reset loop:     weight std {kaiming[0].weight.std().item():.3f}, bias all zero {not kaiming[0].bias.any()}")
+kaiming.apply(kaiming_init)  # the fix: rerun the model's own initialization, right after the loop
 torch.manual_seed(11)
 ordinary = KaimingMLP()
 print(f"ordinary build: weight std {ordinary[0].weight.std().item():.3f}, bias all zero {not ordinary[0].bias.any()}")
-print(f"reset loop:     weight std {kaiming[0].weight.std().item():.3f}, bias all zero {not kaiming[0].bias.any()}")
-kaiming.apply(kaiming_init)  # the fix: rerun the model's own initialization
 print(f"own init again: weight std {kaiming[0].weight.std().item():.3f}, bias all zero {not kaiming[0].bias.any()}"
       f" (Kaiming: sqrt(2 / 512) = {math.sqrt(2 / 512):.3f})")
+print("same numbers as the ordinary build:",
+      all(torch.equal(a, b) for a, b in zip(kaiming.state_dict().values(), ordinary.state_dict().values())))
 
 mha = nn.MultiheadAttention(16, 2)
 print("attention out_proj.bias zero after construction:", not mha.out_proj.bias.any())

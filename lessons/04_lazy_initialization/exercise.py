@@ -759,8 +759,8 @@ assert {p.dtype for p in _net.parameters()} == {torch.float64}, \
 # pass the later weights are placeholders, so counting parameters or
 # initializing by type must wait for a dry run. Most optimizers (`SGD`, `Adam`)
 # built before the dry run still work, since materializing fills in the very
-# `Parameter` objects they already hold; but one that creates its state in the
-# constructor, such as `Adagrad`, fails on the placeholders. So build the
+# `Parameter` objects they already hold; but one that creates state or checks
+# shapes in its constructor (`Adagrad`, `Muon`) fails on the placeholders. So build the
 # optimizer after the dry run, as PyTorch's documentation does.
 #
 # (b) The shapes are fixed after materialization, so the 30-feature batch fails

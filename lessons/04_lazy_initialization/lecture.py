@@ -348,7 +348,8 @@ print("gradient reached the first layer:", lazy_net[0].weight.grad is not None)
 # fills in the same `Parameter` object (and changes its class), so the
 # optimizer already holds the real weights. Not every optimizer waits for its
 # first `step()`, though: `Adagrad` creates its per-parameter state in its
-# constructor, and a placeholder has no shape to create it with. The safe
+# constructor, and a placeholder has no shape to create it with (`Muon`, which
+# checks shapes in its constructor, fails the same way). The safe
 # order, and the one PyTorch's documentation of lazy modules uses, is the dry
 # run first and the optimizer after.
 
@@ -680,7 +681,8 @@ print("moved to float64 first:", double_net[0].weight.dtype)
 #   that nothing is still lazy afterwards.
 # - Most optimizers (`SGD`, `Adam`) also work when built before the dry run,
 #   because the placeholders become the real weights in place; one that creates
-#   its state in the constructor, such as `Adagrad`, fails on placeholders. The
+#   state or checks shapes in its constructor (`Adagrad`, `Muon`) fails on
+#   placeholders. The
 #   safe order, the one PyTorch's documentation uses: dry run first, optimizer
 #   after.
 # - Lazy weights are created on the network's own device and dtype, not the

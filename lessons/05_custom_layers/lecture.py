@@ -396,10 +396,12 @@ except GradcheckError as error:
 # ## Tensors made inside `forward`
 #
 # A tensor created inside `forward` (a mask, a range of positions, a constant
-# matrix) starts on the default device with the default dtype (the CPU and
-# float32, unless `torch.set_default_device` or `torch.set_default_dtype`
-# changed them), not where the input lives. Parameters and buffers follow
-# `.to()` and `.double()`; such a tensor does not. With an input on a GPU the
+# matrix) starts on the default device (the CPU unless
+# `torch.set_default_device` changed it), not where the input lives; a
+# floating-point one also gets the default dtype (float32 unless
+# `torch.set_default_dtype` changed it; a range of positions is int64, a mask
+# bool). Parameters and buffers follow `.to()` and `.double()`; such a tensor
+# does not. With an input on a GPU the
 # layer then fails with a device-mismatch error. With an input of another dtype
 # it either fails with a dtype error (a matrix product) or, in elementwise
 # arithmetic, is silently promoted: a float16 input times a float32 tensor
@@ -458,6 +460,7 @@ print("float16 input, Ramp output:", Ramp()(torch.ones(2, 4, dtype=torch.float16
 #   `backward` against its `forward`.
 # - Create tensors inside `forward` on the input's device and with its dtype
 #   (`device=X.device, dtype=X.dtype`, `X.new_ones(...)`, `torch.zeros_like(X)`):
-#   by default they are float32 on the CPU, whatever the input.
+#   by default they are on the CPU, and floating-point ones float32, whatever
+#   the input.
 #
 # Now practise in the exercise notebook `exercises/05_custom_layers/05_custom_layers.ipynb`.

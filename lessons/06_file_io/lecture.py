@@ -164,8 +164,8 @@ except Exception as error:
 #
 # `load_state_dict` matches entries **by name**. By default (`strict=True`) every
 # key of the model's own `state_dict` (parameters and persistent buffers) must
-# be in the dict and every entry of the dict must belong to the model. Rename one layer and loading fails, listing what is
-# missing and what is unexpected.
+# be in the dict and every entry of the dict must belong to the model. Rename
+# one layer and loading fails, listing what is missing and what is unexpected.
 
 # %%
 class RenamedMLP(nn.Module):

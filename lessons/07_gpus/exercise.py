@@ -95,6 +95,7 @@ _TO_HOST = {"item", "tolist", "numpy", "cpu", "__array__", "__float__", "__int__
 # Functions that read every tensor in a Python list one by one (torch.tensor([t0, t1, ...])).
 _FROM_LIST = {"tensor", "as_tensor", "asarray"}
 # Random draws made on the device: a real device has its own generator, so they differ from the CPU's.
+_IN_PLACE_RANDOM = {"normal_", "uniform_", "random_", "bernoulli_", "exponential_"}
 _RANDOM = {"rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like", "randint_like"}
 
 
@@ -118,8 +119,12 @@ class _HostReads(TorchFunctionMode):
         target = torch.device(targets[0]) if name == "to" and targets else kwargs.get("device")
         to_device = target is not None and torch.device(target) == _SIMULATED_DEVICE
         result = func(*args, **kwargs)
-        if name in _RANDOM and to_device and isinstance(result, torch.Tensor):
+        drawn_on_device = to_device or (name.endswith("_like") and kwargs.get("device") is None and on_device)
+        if name in _RANDOM and drawn_on_device and isinstance(result, torch.Tensor):
             result = result.flatten().roll(1).reshape(result.shape)  # a device's generator draws other numbers
+        if name in _IN_PLACE_RANDOM and args and _on_device(args[0]):
+            with torch.no_grad():
+                args[0].copy_(args[0].flatten().roll(1).reshape(args[0].shape))
         if name in _FROM_LIST and args and isinstance(args[0], (list, tuple)):
             self.count += len(on_device)         # each element is read on its own
             on_device = []
@@ -413,6 +418,16 @@ def _timed_with_log(device, repeats, machine, work=lambda: None):
     for name, clock in saved_clocks.items():
         setattr(time, name, logged(clock))
     timeit.default_timer = logged(saved_timer)
+    # Clocks the answer holds under names of its own (`from time import perf_counter`, a default
+    # argument, timeit's own default timer) are logged as well.
+    originals = {id(clock): getattr(time, name) for name, clock in saved_clocks.items()}
+    originals[id(saved_timer)] = timeit.default_timer
+    saved_names = {k: v for k, v in timed.__globals__.items() if id(v) in originals and callable(v)}
+    timed.__globals__.update({k: originals[id(v)] for k, v in saved_names.items()})
+    holders = [f for f in (timed, timeit.timeit, timeit.repeat, timeit.Timer.__init__) if f.__defaults__]
+    saved_defaults = [(f, f.__defaults__) for f in holders]
+    for f in holders:
+        f.__defaults__ = tuple(originals.get(id(d), d) for d in f.__defaults__)
     accelerator.is_available = lambda: machine != "cpu"
     accelerator.current_accelerator = lambda check_available=False: None if machine == "cpu" else torch.device(machine)
     accelerator.device_count = lambda: {"cuda": 2, "mps": 1, "cpu": 0}[machine]
@@ -437,6 +452,9 @@ def _timed_with_log(device, repeats, machine, work=lambda: None):
         for name, clock in saved_clocks.items():
             setattr(time, name, clock)
         timeit.default_timer = saved_timer
+        timed.__globals__.update(saved_names)
+        for f, d in saved_defaults:
+            f.__defaults__ = d
     return result, log
 
 

@@ -194,6 +194,22 @@ def timed(fn, device, repeats=10):
         torch.accelerator.synchronize(device)
     return elapsed / repeats
 
+# %% wrong id=timed -- imports perf_counter by name and reads the end clock before the final synchronize
+from time import perf_counter
+
+
+def timed(fn, device, repeats=10):
+    accelerated = torch.device(device).type != "cpu"
+    if accelerated:
+        torch.accelerator.synchronize(device)
+    start = perf_counter()
+    for _ in range(repeats):
+        fn()
+    elapsed = perf_counter() - start
+    if accelerated:
+        torch.accelerator.synchronize(device)
+    return elapsed / repeats
+
 # %% wrong id=log_norms -- never seeds, so two calls differ
 def log_norms(n, size, device, on_device=True):
     norms = []
@@ -353,6 +369,17 @@ def log_norms(n, size, device, on_device=True):
     for _ in range(n):
         A = torch.randn(size, size, device=device)
         B = torch.randn(size, size, device=device)
+        norm = torch.linalg.matrix_norm(A @ B)
+        norms.append(norm if on_device else norm.item())
+    return torch.stack(norms).cpu().tolist() if on_device else norms
+
+# %% wrong id=log_norms -- draws the second matrix with randn_like from the first, already on the device
+def log_norms(n, size, device, on_device=True):
+    torch.manual_seed(0)
+    norms = []
+    for _ in range(n):
+        A = torch.randn(size, size).to(device)
+        B = torch.randn_like(A)
         norm = torch.linalg.matrix_norm(A @ B)
         norms.append(norm if on_device else norm.item())
     return torch.stack(norms).cpu().tolist() if on_device else norms
