@@ -375,6 +375,7 @@ _CLOCKS = ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time
 def _timed_with_log(device, repeats, machine, work=lambda: None):
     """Run timed() on a simulated machine (`machine`: "cuda", "mps" or "cpu", see _MACHINES) whose
     synchronize functions log "sync" instead of waiting; return (result, log)."""
+    answer = timed  # looked up before anything is patched: without a timed, nothing is left patched
     log = []
     accelerator = torch.accelerator
 
@@ -422,9 +423,9 @@ def _timed_with_log(device, repeats, machine, work=lambda: None):
     # argument, timeit's own default timer) are logged as well.
     originals = {id(clock): getattr(time, name) for name, clock in saved_clocks.items()}
     originals[id(saved_timer)] = timeit.default_timer
-    saved_names = {k: v for k, v in timed.__globals__.items() if id(v) in originals and callable(v)}
-    timed.__globals__.update({k: originals[id(v)] for k, v in saved_names.items()})
-    holders = [f for f in (timed, timeit.timeit, timeit.repeat, timeit.Timer.__init__) if f.__defaults__]
+    saved_names = {k: v for k, v in getattr(answer, "__globals__", {}).items() if id(v) in originals and callable(v)}
+    getattr(answer, "__globals__", {}).update({k: originals[id(v)] for k, v in saved_names.items()})
+    holders = [f for f in (answer, timeit.timeit, timeit.repeat, timeit.Timer.__init__) if getattr(f, "__defaults__", None)]
     saved_defaults = [(f, f.__defaults__) for f in holders]
     for f in holders:
         f.__defaults__ = tuple(originals.get(id(d), d) for d in f.__defaults__)
@@ -436,7 +437,7 @@ def _timed_with_log(device, repeats, machine, work=lambda: None):
         log.append("fn")
         work()
     try:
-        result = timed(fn, device, repeats) if repeats is not None else timed(fn, device)
+        result = answer(fn, device, repeats) if repeats is not None else answer(fn, device)
     except Exception as error:
         advice = ("nothing needs synchronizing on the CPU, and without an accelerator every synchronize function "
                   "raises" if device.type == "cpu" else
@@ -452,7 +453,7 @@ def _timed_with_log(device, repeats, machine, work=lambda: None):
         for name, clock in saved_clocks.items():
             setattr(time, name, clock)
         timeit.default_timer = saved_timer
-        timed.__globals__.update(saved_names)
+        getattr(answer, "__globals__", {}).update(saved_names)
         for f, d in saved_defaults:
             f.__defaults__ = d
     return result, log
