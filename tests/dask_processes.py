@@ -46,7 +46,8 @@ def dask_cluster(logs: Path, workers: list[list[str]], protocol="tcp", tls: list
             stderr=subprocess.STDOUT,
         )
     ]
-    workers_range = range(len(workers))
+    # Each worker's own Dask folder, where its scratch course lives (and goes with the worker).
+    folders = [logs / f"worker{i}-files" for i in range(len(workers))]
     for i, extra in enumerate(workers):
         processes.append(
             subprocess.Popen(
@@ -64,7 +65,7 @@ def dask_cluster(logs: Path, workers: list[list[str]], protocol="tcp", tls: list
                     "--name",
                     f"w{i}",
                     "--local-directory",
-                    str(logs / f"worker{i}-files"),
+                    str(folders[i]),
                     *tls,
                     *extra,
                 ],
@@ -80,7 +81,7 @@ def dask_cluster(logs: Path, workers: list[list[str]], protocol="tcp", tls: list
         yield {
             "address": address,
             "workers": processes[1:],
-            "files": [logs / f"worker{i}-files" for i in workers_range],
+            "files": folders,
         }
     finally:
         everything = []
@@ -98,8 +99,7 @@ def dask_cluster(logs: Path, workers: list[list[str]], protocol="tcp", tls: list
                 process.kill()
         _, alive = psutil.wait_procs(everything, timeout=15)
         assert alive == [], f"processes left behind by the cluster: {alive}"
-        # Each worker's scratch course lives in its own folder, and goes with the worker.
-        left = [p for i in workers_range for p in (logs / f"worker{i}-files").rglob("course-grader-worker-*")]
+        left = [p for folder in folders for p in folder.rglob("course-grader-worker-*")]
         assert left == [], f"scratch courses left behind by the workers: {left}"
 
 
