@@ -1,5 +1,6 @@
 """Shared test setup, at the root so it also applies to the notebooks nbval collects."""
 
+import os
 import sys
 from pathlib import Path
 
@@ -7,6 +8,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "tests"))
+# One CPU thread for torch in the test workers and every process they start (set before any
+# of them imports torch). The suite runs four workers and their kernels on a few cores; with
+# torch's default of a thread per core each, the threads compete and spin (OpenMP) instead
+# of working, which cost the suite about a third of its CPU time. Grading kernels get one
+# thread anyway (grader/sandbox.py, KERNEL_THREADS).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from tools import cells, course, notebooks, source  # noqa: E402
 
@@ -14,9 +21,11 @@ ASSIGNMENTS = course.assignment_ids()
 
 
 def pytest_collection_modifyitems(config, items):
-    """Longest modules first: browser tests, then the other integration tests, then units
-    and notebooks. pytest-xdist hands whole modules (loadscope) to workers in this order, so
-    the short ones fill the gaps at the end instead of one long module running alone."""
+    """Browser tests, then the other integration tests, then units and notebooks.
+    pytest-xdist's loadscope hands out the scopes with the most tests first; among scopes of as
+    many tests it keeps this order, so a one-test browser module starts before a one-test unit
+    module and the short ones fill the gaps at the end. (Handing every browser module out first,
+    --no-loadscope-reorder, ran four browsers at once and was no faster.)"""
 
     def rank(item) -> int:
         if item.get_closest_marker("browser"):

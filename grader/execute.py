@@ -20,10 +20,9 @@ all output in memory however much a cell prints. This step instead:
 The reasons are also written into the notebook's metadata
 (`metadata.grader.problems`, see pipeline.py) for the rows and the report.
 
-Without bubblewrap on the machine, it refuses to run student code (nbgrader
-reports the error, with install advice, for every submission) unless the
-course config says the code is trusted (`use_safe_autograde(c, trusted=True)`,
-which sets `c.GuardedExecute.trusted_student_code`).
+Without bubblewrap it refuses to run student code (each submission's error says how
+to install it) unless the course trusts its students: `use_safe_autograde(c,
+trusted=True)` sets `c.GuardedExecute.trusted_student_code`.
 """
 
 from __future__ import annotations
@@ -436,9 +435,12 @@ class GuardedExecute(Execute):
                     # The student's code ran: what stopped the kernel is the student's (graded).
                     self._mark_not_run(nb, reason)
                     break
-                # Nothing of the student's ran: the grader failed. Retry what may be transient.
-                failures.append(self._start_failure(reason))
+                # Nothing of the student's ran: the grader failed. Retry what may pass (not a missing interpreter).
+                cause, lasting = self._start_failure(reason)
+                failures.append(cause)
                 self.km, self.kc = None, None
+                if lasting:
+                    raise GraderFailure(cause)
             else:
                 raise GraderFailure(failures[-1])
         finally:
@@ -450,21 +452,21 @@ class GuardedExecute(Execute):
         flags.extend(f for f in self._flags if f not in flags)
         return nb, resources
 
-    def _start_failure(self, reason: str) -> str:
-        """Why no kernel answered, in one line, naming an interpreter the sandbox cannot see."""
-
+    def _start_failure(self, reason: str) -> tuple[str, bool]:
+        """Why no kernel answered, in one line, naming an interpreter the sandbox cannot see;
+        and whether the cause lasts (no point trying again) or may be gone on the next try."""
         try:
             argv = list(KernelSpecManager().get_kernel_spec(self.kernel_name).argv) or [sys.executable]
         except NoSuchKernel:
-            return f"kernel did not start (no kernel spec named {self.kernel_name!r})"
+            return f"kernel did not start (no kernel spec named {self.kernel_name!r})", True
         if argv[0] in ("python", "python3"):
             argv[0] = sys.executable  # what jupyter_client runs for ipykernel's own spec
         interpreter = argv[0] if os.path.isabs(argv[0]) else shutil.which(argv[0]) or argv[0]
         if not os.path.exists(interpreter):
-            return f"kernel did not start (interpreter {interpreter} is missing)"
+            return f"kernel did not start (interpreter {interpreter} is missing)", True
         if self.config.SandboxedKernelManager.enabled and not sandbox_tool.visible(interpreter):
-            return f"kernel did not start (interpreter {interpreter} not visible in the sandbox)"
-        return f"kernel did not start ({reason.splitlines()[0] if reason else 'no reason given'})"
+            return f"kernel did not start (interpreter {interpreter} not visible in the sandbox)", True
+        return f"kernel did not start ({reason.splitlines()[0] if reason else 'no reason given'})", False
 
     def _name(self, index) -> str:
         """A cell as the student knows it: the name of a graded cell, else its position."""

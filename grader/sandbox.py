@@ -57,7 +57,14 @@ ROOT_LOCKS = "/run/course-grader"  # root's lock folder (lock_folder)
 # The only variables a student's kernel gets from the grader's environment
 # (everything else, tokens and database passwords included, stays out).
 # CUDA_VISIBLE_DEVICES: a GPU worker's kernel sees exactly the GPUs given to its worker.
-PASSED_THROUGH = ("PATH", "LANG", "LANGUAGE", "TZ", "CUDA_VISIBLE_DEVICES")
+# OMP_NUM_THREADS: the instructor's choice of CPU threads per kernel (KERNEL_THREADS if unset).
+PASSED_THROUGH = ("PATH", "LANG", "LANGUAGE", "TZ", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS")
+# torch runs one CPU thread per core in every process unless told otherwise. The grader
+# already runs submissions side by side (--jobs, Dask workers), one per core, and a lesson's
+# tensors are small: a kernel's extra threads would only compete with the other kernels for
+# the same cores (OpenMP threads spin while they wait). One thread per kernel keeps `--jobs N`
+# at N busy cores.
+KERNEL_THREADS = "1"
 PASSED_THROUGH_PREFIXES = ("LC_",)
 
 
@@ -65,6 +72,7 @@ def clean_environment(scratch: str) -> dict[str, str]:
     """The whole environment of a student's kernel: an allowlist, never the instructor's variables."""
     env = {k: v for k, v in os.environ.items() if k in PASSED_THROUGH or k.startswith(PASSED_THROUGH_PREFIXES)}
     env.setdefault("PATH", os.defpath)
+    env.setdefault("OMP_NUM_THREADS", KERNEL_THREADS)
     bin_dir = os.path.dirname(sys.executable)  # the kernel's interpreter and its tools
     if bin_dir not in env["PATH"].split(os.pathsep):
         env["PATH"] = bin_dir + os.pathsep + env["PATH"]
@@ -306,16 +314,24 @@ class ReadyKernelClient(AsyncKernelClient):
     """jupyter_client's client, except that `wait_for_ready` returns as soon as the kernel has
     answered kernel_info on the shell channel and gone idle for it on iopub. jupyter_client's own
     then waits for 0.2 s of silence on iopub, 0.2 s of every kernel's start; the messages it
-    drains are the startup's, which nbclient ignores anyway (it reads only its own requests')."""
+    drains are the startup's, which nbclient ignores anyway (it reads only its own requests').
+    A kernel that died is noticed within `DEATH_CHECK` seconds, not after a second's wait."""
+
+    DEATH_CHECK = 0.1  # seconds between checks that the kernel still runs, while waiting for its answer
+    ASK_AGAIN = 1.0  # seconds before asking a silent kernel again (jupyter_client's pace)
 
     async def _ready(self, timeout: float | None = None) -> None:
         deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
         while True:
             request = self.kernel_info()
-            try:
-                reply = await self.shell_channel.get_msg(timeout=1)
-            except Empty:
-                reply = None
+            asked = time.monotonic()
+            reply = None
+            while reply is None and time.monotonic() - asked < self.ASK_AGAIN:
+                try:
+                    reply = await self.shell_channel.get_msg(timeout=self.DEATH_CHECK)
+                except Empty:
+                    if not await self._async_is_alive():
+                        raise RuntimeError("Kernel died before replying to kernel_info") from None
             if reply is not None and reply["msg_type"] == "kernel_info_reply" and await self._idle_after(request):
                 self._handle_kernel_info_reply(reply)
                 return
@@ -323,6 +339,17 @@ class ReadyKernelClient(AsyncKernelClient):
                 raise RuntimeError("Kernel died before replying to kernel_info")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"Kernel didn't respond in {timeout:.0f} seconds")
+
+    def stop_channels(self) -> None:
+        """Close the channels without waiting to deliver what is still queued. jupyter_client's
+        sockets linger a second on unsent messages, and a kernel that died (or never started)
+        leaves its kernel_info requests unsent: every failed start cost a second here. A kernel
+        that answered has nothing queued, so nothing is lost."""
+        for channel in (self._shell_channel, self._iopub_channel, self._stdin_channel, self._control_channel):
+            socket = getattr(channel, "socket", None)
+            if socket is not None and not socket.closed:
+                socket.linger = 0
+        super().stop_channels()
 
     async def _idle_after(self, request: str) -> bool:
         """True once iopub says the kernel is idle after `request`; False after 50 ms without a

@@ -292,6 +292,8 @@ def adopt(folder: str) -> None:
     process of the same user started (the grader's workers use their parent's); should it
     be gone, the next kernel starts a template of this process's own."""
     global _template
+    if _template is not None and _template.owner == os.getpid() and _template.folder == folder:
+        return  # this process's own (a run of one job grades in the process that started it)
     _template = Template(adopted_folder=folder)
 
 

@@ -194,10 +194,15 @@ def test_2_student_fetches_writes_validates_and_submits(people):
         if cell.cell_type == "markdown":
             page.keyboard.press("Shift+Enter")
     browser_steps.menu(page, "File", "docmanager:save")
-    page.wait_for_function(
-        "() => !document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-mod-dirty')"
-        " && !document.querySelector('.lm-TabBar-tab.jp-mod-dirty')"
-    )
+    try:
+        page.wait_for_function(
+            "() => !document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-mod-dirty')"
+            " && !document.querySelector('.lm-TabBar-tab.jp-mod-dirty')"
+        )
+    except Exception as error:  # say what JupyterLab showed instead (a dialog, say)
+        shot(page, "zz_failure_save")
+        dialogs = page.locator(".jp-Dialog").all_inner_texts()
+        raise AssertionError(f"the notebook was not saved; dialogs open: {dialogs}") from error
     shot(page, "03_student_answered")
     saved = nbformat.read(people["home"] / path, as_version=4)
     for mine, model in zip(saved.cells, answers.cells):

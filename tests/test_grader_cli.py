@@ -81,6 +81,14 @@ def test_sandbox_command_line_clears_the_environment_and_sets_only_the_allowlist
     assert set(given) <= set(sandbox.PASSED_THROUGH) | {"LC_ALL", "HOME", "TMPDIR", "MPLCONFIGDIR", "PYTHONNOUSERSITE"}
 
 
+@pytest.mark.unit
+def test_grading_kernels_run_torch_on_one_thread_unless_the_instructor_sets_omp_num_threads(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert sandbox.clean_environment("/tmp/scratch")["OMP_NUM_THREADS"] == sandbox.KERNEL_THREADS == "1"
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")
+    assert sandbox.clean_environment("/tmp/scratch")["OMP_NUM_THREADS"] == "4"
+
+
 def test_root_grades_the_course_there_with_its_own_config_and_leaves_tracked_files_alone(tmp_path, monkeypatch):
     from grader import grade
     from grader.__main__ import main

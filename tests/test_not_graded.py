@@ -81,6 +81,30 @@ def test_a_kernel_start_that_fails_once_is_retried(tmp_path, monkeypatch):
     assert (rows[0].status, rows[0].score, len(calls)) == ("graded", FULL, 2)
 
 
+def test_a_start_failure_that_lasts_is_not_tried_again(tmp_path, monkeypatch):
+    """A missing interpreter is still missing a moment later: one start, not 1 + start_retries."""
+    from nbgrader.preprocessors import Execute
+
+    real = Execute.preprocess
+    calls = []
+
+    def counted(self, nb, resources=None, km=None):
+        calls.append(1)
+        return real(self, nb, resources, km)
+
+    monkeypatch.setattr(Execute, "preprocess", counted)
+    data, interpreter = grading_checks.broken_kernel_spec(tmp_path)
+    monkeypatch.setenv("JUPYTER_PATH", str(data))
+    root = tmp_path / "course"
+    course.temporary_course(root, [A])
+    folder = tmp_path / "class"
+    write_class(folder, ["ana"])
+    rows = grade.run(grade.Options(A, folder, jobs=1, root=root, cell_timeout=20))
+    cause = f"kernel did not start (interpreter {interpreter} is missing)"
+    assert (rows[0].status, rows[0].detail) == ("not graded", cause)
+    assert len(calls) == 1, "a lasting cause was tried again"
+
+
 def test_the_students_own_crash_is_graded_with_the_cell_and_the_cause(tmp_path):
     root = tmp_path / "course"
     course.temporary_course(root, [A])

@@ -53,6 +53,7 @@ print('HERE', sorted(os.listdir('.')), os.environ['HOME'] == os.getcwd())
 print('ENV', sorted(os.environ))
 print('ENVIRON', sorted(k.split(b'=')[0] for k in open('/proc/self/environ', 'rb').read().split(b'\\0') if k))
 print('ALLOC', len(bytearray(500_000_000)))
+print('THREADS', __import__('torch').get_num_threads())
 """
 
 # Everything a student can try against the next one on the same worker.
@@ -229,7 +230,9 @@ def test_a_forked_kernel_sees_exactly_the_sandbox_a_normal_one_sees(graded):
     # Stricter than bwrap with setpriv, which leaves the bounding set full.
     assert "CapBnd:\\t0000000000000000" in forked
     forked, normal = (re.sub(r"'CapBnd:\\t[0-9a-f]+', ", "", text) for text in (forked, normal))
-    for key in ("IDS", "CAPS", "LIMITS", "MOUNTS", "HOST", "PIDS", "TMP", "HERE", "ENV ", "ALLOC"):
+    # torch's CPU threads: one per grading kernel (sandbox.KERNEL_THREADS), forked or not.
+    assert f"THREADS {sandbox.KERNEL_THREADS}" in forked, forked
+    for key in ("IDS", "CAPS", "LIMITS", "MOUNTS", "HOST", "PIDS", "TMP", "HERE", "ENV ", "ALLOC", "THREADS"):
         line = lambda text, key=key: next(l for l in text.splitlines() if l.startswith(key))  # noqa: E731
         assert line(forked) == line(normal), key
     environ = next(l for l in forked.splitlines() if l.startswith("ENVIRON"))
@@ -240,6 +243,7 @@ def test_a_forked_kernel_sees_exactly_the_sandbox_a_normal_one_sees(graded):
 # -- the template's own life -------------------------------------------------------------------------------
 def test_a_dead_template_costs_no_running_kernel_and_is_started_again(caplog):
     shared = template.template()
+    shared.stop()  # a template of this process's own, whatever an earlier test left (one adopted, say)
 
     async def scenario():
         with tempfile.TemporaryDirectory() as one, tempfile.TemporaryDirectory() as two:
@@ -321,12 +325,17 @@ def test_workers_fork_their_kernels_from_one_shared_template(tmp_path):
     for student in ("ana", "ben", "cy", "dee"):
         nbformat.write(submissions.answered(A), folder / f"{student}.ipynb")
     me, folders, done = psutil.Process(), set(), threading.Event()
+    # Processes this run starts: a template an earlier test of this process left running
+    # (this process's own, or one its runs adopted) is not this run's.
+    started = time.time() - 0.05
 
     def watch():
         while not done.is_set():
             for process in me.children(recursive=True):
                 try:
                     command = process.cmdline()
+                    if process.create_time() < started:
+                        continue
                 except psutil.Error:
                     continue
                 if command[1:4] == ["-m", "grader.template", "serve"]:
