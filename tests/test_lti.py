@@ -12,6 +12,7 @@ project's own platform (tests/lti_platform.py, its own process and key), driven 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pwd
@@ -19,7 +20,9 @@ import re
 import sqlite3
 import subprocess
 import time
+from contextlib import redirect_stderr, redirect_stdout
 from html.parser import HTMLParser
+from unittest import mock
 
 import pytest
 import requests
@@ -27,6 +30,7 @@ from hub_processes import CLIENT_ID, PY, expected_name, lti_class
 from lti_platform import INSTRUCTOR, LEARNER, TEACHING_ASSISTANT, person
 
 from conftest import ROOT
+from grader.__main__ import main as grader_command
 
 pytestmark = pytest.mark.integration
 
@@ -241,15 +245,13 @@ def test_the_token_endpoint_checks_the_client_assertion(cls):
 
 
 def push(cls, *flags: str) -> tuple[int, str]:
-    done = subprocess.run(
-        [PY, "-m", "grader", "lms", "push", A, "--root", str(cls["state"] / "course"), *flags],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=dict(os.environ, GRADER_LMS_BACKOFF="0.02"),
-    )
-    return done.returncode, done.stdout + done.stderr
+    """`python -m grader lms push`'s exit status and output, run in this process (a Python start
+    saved per push; tests/test_lti_browser.py runs the command itself), with short retry waits."""
+    out = io.StringIO()
+    argv = ["lms", "push", A, "--root", str(cls["state"] / "course"), *flags]
+    with mock.patch.dict(os.environ, GRADER_LMS_BACKOFF="0.02"), redirect_stdout(out), redirect_stderr(out):
+        status = grader_command(argv)
+    return status, out.getvalue()
 
 
 def platform_state(cls) -> dict:
