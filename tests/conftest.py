@@ -11,7 +11,6 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
@@ -56,9 +55,7 @@ def postgres_url():
     os.chmod(base, 0o755)
     data = base / "data"
     shutil.chown(base, user.pw_uid, user.pw_gid)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = labserver.free_port()
     as_postgres = (
         ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--init-groups"] if os.geteuid() == 0 else []
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -25,10 +26,28 @@ ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "course-test-token"
 
 
+def _ephemeral_start() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A port nothing listens on now, for a server a test starts next, picked below the
+    system's ephemeral range. "Any free port" (bind to port 0: every kernel's ZeroMQ sockets,
+    say) draws from that range, so a port taken from it could be taken again by someone else
+    between this pick and the server's own bind (a test once polled a kernel's socket)."""
+    top = _ephemeral_start()
+    for _ in range(200):
+        port = random.randrange(max(1024, top - 12000), top)  # random: the test workers pick apart
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port below {top}")
 
 
 def get(port: int, path: str):

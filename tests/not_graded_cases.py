@@ -60,5 +60,9 @@ def check_crashes_graded(scores, pages):
     lost = points(A)["test_make_stack"]
     assert scores == {"exits": grader_cases.before("test_make_stack"), "hogs_memory": FULL - lost, "loops": FULL - lost}
     assert "test_make_stack: the kernel exited with status 1" in pages["exits"]
-    assert "MemoryError" in pages["hogs_memory"]
+    hog = pages["hogs_memory"]
+    at = hog.find("make_stack")
+    assert "MemoryError" in hog, (
+        f"no MemoryError in the memory hog's feedback; around make_stack: {hog[at : at + 3000]}"
+    )
     assert "test_make_stack: timed out after 5 s" in pages["loops"]

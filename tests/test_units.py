@@ -9,6 +9,7 @@ import os
 import sqlite3
 from queue import Empty
 
+import labserver
 import nbformat
 import pytest
 
@@ -265,3 +266,11 @@ def test_a_grading_kernel_is_ready_once_idle_after_its_kernel_info_without_waiti
         assert isinstance(manager.client(), sandbox.ReadyKernelClient)
     finally:
         os.rmdir(manager._sockets)
+
+
+def test_test_servers_get_ports_below_the_ephemeral_range():
+    """tests/labserver.free_port picks where binding to "any free port" (every kernel's ZeroMQ
+    sockets) never looks, so no one takes the port before the test's server binds it."""
+    top = labserver._ephemeral_start()
+    ports = {labserver.free_port() for _ in range(20)}
+    assert all(1024 <= port < top for port in ports) and len(ports) > 1, (top, ports)
