@@ -60,29 +60,9 @@ def test_a_sandbox_that_cannot_start_is_not_graded(tmp_path):
     assert grade.not_graded_summary(rows).startswith("2 of 2 not graded: kernel did not start")
 
 
-def test_a_kernel_start_that_fails_once_is_retried(tmp_path, monkeypatch):
-    from nbgrader.preprocessors import Execute
-
-    real = Execute.preprocess
-    calls = []
-
-    def flaky(self, nb, resources=None, km=None):
-        calls.append(1)
-        if len(calls) == 1:
-            raise RuntimeError("Kernel died before replying to kernel_info")
-        return real(self, nb, resources, km)
-
-    monkeypatch.setattr(Execute, "preprocess", flaky)
-    root = tmp_path / "course"
-    course.temporary_course(root, [A])
-    folder = tmp_path / "class"
-    write_class(folder, ["ana"])
-    rows = grade.run(grade.Options(A, folder, jobs=1, root=root, cell_timeout=20))
-    assert (rows[0].status, rows[0].score, len(calls)) == ("graded", FULL, 2)
-
-
-def test_a_start_failure_that_lasts_is_not_tried_again(tmp_path, monkeypatch):
-    """A missing interpreter is still missing a moment later: one start, not 1 + start_retries."""
+def count_kernel_starts(monkeypatch, fail_first: bool = False) -> list:
+    """Counts nbgrader's Execute runs (one per kernel start the grader tries) in this process;
+    `fail_first` makes the first one fail as a kernel that died while starting does."""
     from nbgrader.preprocessors import Execute
 
     real = Execute.preprocess
@@ -90,16 +70,35 @@ def test_a_start_failure_that_lasts_is_not_tried_again(tmp_path, monkeypatch):
 
     def counted(self, nb, resources=None, km=None):
         calls.append(1)
+        if fail_first and len(calls) == 1:
+            raise RuntimeError("Kernel died before replying to kernel_info")
         return real(self, nb, resources, km)
 
     monkeypatch.setattr(Execute, "preprocess", counted)
-    data, interpreter = grading_checks.broken_kernel_spec(tmp_path)
-    monkeypatch.setenv("JUPYTER_PATH", str(data))
+    return calls
+
+
+def grade_one_student(tmp_path):
+    """One correct notebook graded by one job, in this process (so monkeypatches reach it)."""
     root = tmp_path / "course"
     course.temporary_course(root, [A])
     folder = tmp_path / "class"
     write_class(folder, ["ana"])
-    rows = grade.run(grade.Options(A, folder, jobs=1, root=root, cell_timeout=20))
+    return grade.run(grade.Options(A, folder, jobs=1, root=root, cell_timeout=20))
+
+
+def test_a_kernel_start_that_fails_once_is_retried(tmp_path, monkeypatch):
+    calls = count_kernel_starts(monkeypatch, fail_first=True)
+    rows = grade_one_student(tmp_path)
+    assert (rows[0].status, rows[0].score, len(calls)) == ("graded", FULL, 2)
+
+
+def test_a_start_failure_that_lasts_is_not_tried_again(tmp_path, monkeypatch):
+    """A missing interpreter is still missing a moment later: one start, not 1 + start_retries."""
+    calls = count_kernel_starts(monkeypatch)
+    data, interpreter = grading_checks.broken_kernel_spec(tmp_path)
+    monkeypatch.setenv("JUPYTER_PATH", str(data))
+    rows = grade_one_student(tmp_path)
     cause = f"kernel did not start (interpreter {interpreter} is missing)"
     assert (rows[0].status, rows[0].detail) == ("not graded", cause)
     assert len(calls) == 1, "a lasting cause was tried again"
