@@ -261,6 +261,7 @@ print("SPAWNED")
             FULL,
             "graded",
             "cell 4: timed out",
+            # The one busy loop of the suite: a loop that never lets go of the CPU is stopped too.
             _notebook("loop_top.ipynb", lambda: _extra_cell_first("while True:\n    pass")),
         ),
         Case(
@@ -270,7 +271,13 @@ print("SPAWNED")
             FULL - POINTS["test_make_stack"],
             "graded",
             "test_make_stack: timed out",
-            _notebook("loop_in_item.ipynb", lambda: _answer_prefix("    while True:\n        pass\n")),
+            _notebook(
+                "loop_in_item.ipynb",
+                # Waits rather than spins: the grader stops both alike (an interrupt ends a
+                # sleep as it ends a bytecode loop), and a spinning loop costs the suite's two
+                # cores its whole time limit; loop_top is the busy one.
+                lambda: _answer_prefix("    import time\n    while True:\n        time.sleep(0.5)\n"),
+            ),
         ),
         Case(
             "ignores_sigint.ipynb",
@@ -283,8 +290,9 @@ print("SPAWNED")
                 "ignores_sigint.ipynb",
                 lambda: _answer_prefix(
                     # Catches every interrupt (SIGINT, or the runner's stop of a test) and goes on.
-                    "    while True:\n        try:\n            while True:\n                pass\n"
-                    "        except BaseException:\n            pass\n"
+                    # It waits rather than spins, as loop_in_item does.
+                    "    import time\n    while True:\n        try:\n            while True:\n"
+                    "                time.sleep(0.5)\n        except BaseException:\n            pass\n"
                 ),
             ),
         ),
