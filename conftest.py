@@ -15,9 +15,39 @@ sys.path.insert(0, str(ROOT / "tests"))
 # one thread anyway (grader/sandbox.py, KERNEL_THREADS).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+from grader import template  # noqa: E402
 from tools import cells, course, notebooks, source  # noqa: E402
 
 ASSIGNMENTS = course.assignment_ids()
+
+
+def pytest_configure(config):
+    """One kernel template for the whole run (the issue's "share kernels from the fork server
+    across tests"): the first pytest process starts it and names it in GRADER_TEMPLATE_FOLDER,
+    which the test workers, the grader and nbgrader commands, Jupyter servers and Dask workers
+    they start inherit, so each forks its kernels from it instead of starting a template of its
+    own (importing torch and ipykernel: 1.4 s of CPU each, about 25 times a run). A test of the
+    template's own life lets go of it first (Template.stop) and starts one of its own."""
+    if hasattr(config, "workerinput") or template.SHARED in os.environ:
+        return  # a test worker, or a run inside a run: the shared one is named already
+    if template.kernels_would_fork(sandboxed=False):
+        template.template().spawn_early()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    """Name the template once it is ready, before pytest-xdist starts the workers."""
+    if hasattr(session.config, "workerinput") or template.SHARED in os.environ:
+        return
+    shared = template.template()
+    if not shared.process:
+        return  # not begun: kernels start normally here
+    try:
+        shared.ensure_started()
+    except template.TemplateUnavailable as error:
+        print(f"no shared kernel template ({error}); each process starts its own")
+        return
+    os.environ[template.SHARED] = shared.folder
 
 
 def pytest_collection_modifyitems(config, items):

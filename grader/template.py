@@ -15,7 +15,8 @@ test suite's nbval runs, which opt in) start kernels through
 `TemplateProvisioner`. Students' JupyterLab and the hub's servers use the plain
 `python3` spec and never touch it. Each client process gets its own template,
 started on its first kernel; the grader's pool workers adopt their parent's
-instead (`adopt`), so a grading run imports torch once.
+(`adopt`), so a grading run imports torch once, and every process of a session
+adopts the one GRADER_TEMPLATE_FOLDER names, if set (the test suite does).
 When the template cannot serve a kernel (not this Python's ipykernel, a
 sandbox asked for without root, the template failed to start,
 `GRADER_KERNEL_TEMPLATE=off`), the provisioner logs why and starts the kernel
@@ -63,6 +64,7 @@ import select
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -82,6 +84,8 @@ from .template_server import INLINE_BACKEND, LAUNCHER, SYS_PIVOT_ROOT, serve
 PROVISIONER_NAME = "course-kernel-template"
 # Set to "off" (or 0/false/no) to start every kernel normally, e.g. to compare (make bench).
 SWITCH = "GRADER_KERNEL_TEMPLATE"
+# A running template's folder that every process of a session forks from (see shared_folder).
+SHARED = "GRADER_TEMPLATE_FOLDER"
 # Its own logger: the notes must show even where a client quiets traitlets' (the grader does).
 log = logging.getLogger("grader.template")
 
@@ -278,10 +282,11 @@ _template: Template | None = None
 
 
 def template() -> Template:
-    """This process's template (a forked copy of a client gets its own)."""
+    """This process's template (a forked copy of a client gets its own): the session's shared
+    one where SHARED names one, else its own, started on first use."""
     global _template
     if _template is None or _template.owner != os.getpid():
-        _template = Template()
+        _template = Template(adopted_folder=shared_folder())
 
         atexit.register(_template.stop)
     return _template
@@ -295,6 +300,21 @@ def adopt(folder: str) -> None:
     if _template is not None and _template.owner == os.getpid() and _template.folder == folder:
         return  # this process's own (a run of one job grades in the process that started it)
     _template = Template(adopted_folder=folder)
+
+
+def shared_folder() -> str | None:
+    """SHARED's folder if it is this user's and closed to others (who could plant a socket)."""
+    folder = os.environ.get(SHARED)
+    if not folder:
+        return None
+    try:
+        info = os.lstat(folder)
+    except OSError:
+        return None  # gone: its session ended
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        log.warning("kernel template: %s=%s is not a private folder of this user's; not used", SHARED, folder)
+        return None
+    return folder
 
 
 def enabled_by_environment() -> bool:

@@ -11,7 +11,7 @@ import grader_cases
 import psutil
 from labserver import free_port
 
-from grader import grade
+from grader import grade, template
 from tools import course
 
 A = grader_cases.A
@@ -27,6 +27,10 @@ def dask_cluster(logs: Path, workers: list[list[str]], protocol="tcp", tls: list
     port = free_port()
     address = f"{protocol}://127.0.0.1:{port}"
     env = grader_cases.cli_env(DASK_DISTRIBUTED__WORKER__DAEMON="False")
+    # The workers stand for other machines: each starts its own kernel template, as it would
+    # there, rather than fork from this run's shared one (conftest.py); test_dask's killed
+    # worker is found by the kernels below it.
+    env.pop(template.SHARED, None)
     processes = [
         subprocess.Popen(
             [

@@ -7,6 +7,7 @@ with the template switched off, and every row must be equal.
 """
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -14,6 +15,7 @@ import re
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -28,7 +30,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.provisioning import KernelProvisionerFactory
 
 from conftest import ROOT
-from grader import grade, sandbox, template
+from grader import export, grade, sandbox, template
 from tools import course
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
@@ -140,6 +142,7 @@ def graded(tmp_path_factory):
     for name, nb in notebooks.items():
         nbformat.write(nb, folder / f"{name}.ipynb")
     shared = template.template()
+    shared.stop()  # this process's own template, not the session's (conftest.py): its life is checked
     starts = shared.starts
     forked_root, forked = _grade(tmp, folder, "forked", use_template=True)
     after = {"starts": shared.starts - starts, "alive": shared.alive(), "lingering": lingering()}
@@ -311,27 +314,16 @@ def test_a_kernel_exits_with_its_client():
         pytest.fail("the kernel outlived its client")
 
 
-def test_workers_fork_their_kernels_from_one_shared_template(tmp_path):
-    """--jobs 2: the parent starts one template and both workers adopt it; a worker
-    that started a template of its own would pay the imports again. A template's
-    command line names its folder, and the keepers and kernels it forks keep that
-    command line: every one seen during the run must name the parent's template."""
-    import threading
-
-    import psutil
-
-    folder = tmp_path / "class"
-    folder.mkdir()
-    for student in ("ana", "ben", "cy", "dee"):
-        nbformat.write(submissions.answered(A), folder / f"{student}.ipynb")
-    me, folders, done = psutil.Process(), set(), threading.Event()
-    # Processes this run starts: a template an earlier test of this process left running
-    # (this process's own, or one its runs adopted) is not this run's.
-    started = time.time() - 0.05
+@contextlib.contextmanager
+def templates_seen(*parents: psutil.Process):
+    """The folders named by template processes (a template's command line names its folder,
+    and the keepers and kernels it forks keep that command line) that appear below `parents`
+    while the block runs; processes older than the block are not its."""
+    folders, done, started = set(), threading.Event(), time.time() - 0.05
 
     def watch():
         while not done.is_set():
-            for process in me.children(recursive=True):
+            for process in [c for parent in parents for c in parent.children(recursive=True)]:
                 try:
                     command = process.cmdline()
                     if process.create_time() < started:
@@ -345,15 +337,73 @@ def test_workers_fork_their_kernels_from_one_shared_template(tmp_path):
     watcher = threading.Thread(target=watch)
     watcher.start()
     try:
-        root = tmp_path / "course"
-        course.temporary_course(root, [A])
-        rows = grade.run(
-            grade.Options(A, folder, jobs=2, cell_timeout=20, notebook_timeout=120, interrupt_grace=4, root=root)
-        )
+        yield folders
     finally:
         done.set()
         watcher.join()
+
+
+def _class(tmp_path, students):
+    folder, root = tmp_path / "class", tmp_path / "course"
+    folder.mkdir()
+    for student in students:
+        nbformat.write(submissions.answered(A), folder / f"{student}.ipynb")
+    course.temporary_course(root, [A])
+    return folder, root
+
+
+def test_workers_fork_their_kernels_from_one_shared_template(tmp_path):
+    """--jobs 2: the parent starts one template and both workers adopt it; a worker
+    that started a template of its own would pay the imports again. Every template
+    process seen during the run must name the parent's template."""
+    template.template().stop()  # a template of this process's own, not the session's (conftest.py)
+    folder, root = _class(tmp_path, ("ana", "ben", "cy", "dee"))
+    with templates_seen(psutil.Process()) as folders:
+        rows = grade.run(
+            grade.Options(A, folder, jobs=2, cell_timeout=20, notebook_timeout=120, interrupt_grace=4, root=root)
+        )
     assert {r.status for r in rows} == {"graded"} and {r.score for r in rows} == {FULL}
     assert folders == {template.template().folder}, (
         f"templates seen: {sorted(folders)}; this process's: {template.template().folder}"
     )
+
+
+def test_a_run_forks_from_the_template_its_environment_names_and_starts_none(tmp_path):
+    """GRADER_TEMPLATE_FOLDER (how the test suite shares one template): `python -m grader grade`
+    forks every kernel from the template it names and starts no template of its own."""
+    session = template.Template()
+    session.ensure_started()
+    named = session.folder
+    try:
+        folder, root = _class(tmp_path, ("ana", "ben"))
+        env = dict(grader_cases.cli_env(), **{template.SHARED: named})
+        command = [os.sys.executable, "-m", "grader", "grade", A, "--submissions", str(folder), "--root", str(root)]
+        run = psutil.Popen([*command, "--jobs", "2"], env=env, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        with templates_seen(run) as own, templates_seen(psutil.Process(session.process.pid)) as forked:
+            out, err = run.communicate(timeout=240)
+    finally:
+        session.stop()
+    assert run.returncode == 0, (out + err).decode()[-3000:]
+    assert not own, f"the run started templates of its own: {own}"
+    assert forked == {named}, "the named template forked the run's kernels"
+    rows = export.read_csv(root / "grades" / f"{A}.csv")
+    assert [(r["status"], float(r["score"])) for r in rows] == [("graded", FULL)] * 2
+
+
+@pytest.mark.unit
+def test_only_a_private_folder_of_this_users_is_adopted(tmp_path, monkeypatch, caplog):
+    """Anyone who can enter the named folder could put a socket of their own there, and serve
+    kernels: such a folder is refused with a note, and the process starts its own template."""
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    link = tmp_path / "link"
+    link.symlink_to(private)
+    opened = tmp_path / "opened"
+    opened.mkdir()
+    opened.chmod(0o755)
+    for folder, adopted in ((private, True), (link, False), (opened, False), (tmp_path / "gone", False)):
+        monkeypatch.setenv(template.SHARED, str(folder))
+        assert template.shared_folder() == (str(folder) if adopted else None), folder
+    assert caplog.text.count("is not a private folder of this user's") == 2
+    monkeypatch.delenv(template.SHARED)
+    assert template.shared_folder() is None
