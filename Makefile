@@ -14,13 +14,17 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 setup: $(STAMP)
 
 # Re-installs only when requirements.txt changes (the stamp is older than it).
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt pyproject.toml tools/lab_page_config.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	# The grader (pyproject.toml), editable; its dependencies are the pins above.
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	# The grader's own kernel spec, course-grader: kernels forked from a warm template (grader/template.py).
 	$(PY) -m grader.template install
+	# Every JupyterLab of this environment (make lab, the hub's servers) skips the build check:
+	# its extensions come prebuilt from pip, and each page load's check cost 0.4 s of the server's
+	# CPU (a yarn process included) to find nothing to build.
+	install -D -m 644 tools/lab_page_config.json $(VENV)/etc/jupyter/labconfig/page_config.json
 	touch $(STAMP)
 
 lab: setup

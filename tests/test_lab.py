@@ -2,11 +2,12 @@
 the server is started exactly as README says and asked over HTTP."""
 
 import json
+import re
 
 import pytest
 from labserver import get
 
-from conftest import ASSIGNMENTS
+from conftest import ASSIGNMENTS, ROOT
 
 pytestmark = pytest.mark.integration
 
@@ -17,6 +18,16 @@ def test_lab_serves_the_repository(lab):
     _, listing = get(lab, "/api/contents/course")
     names = {item["name"] for item in json.loads(listing)["content"]}
     assert "01_blocks.ipynb" in names
+
+
+def test_lab_pages_skip_the_build_check(lab):
+    """make setup's labconfig/page_config.json (tools/lab_page_config.json) reaches the page:
+    no build check on each load, and no build button, for extensions that come prebuilt."""
+    _, page = get(lab, "/lab")
+    data = re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', page, re.S)
+    config = json.loads(data[1])
+    wanted = json.loads((ROOT / "tools" / "lab_page_config.json").read_text())
+    assert {key: config.get(key) for key in wanted} == wanted == {"buildAvailable": False, "buildCheck": False}
 
 
 def test_formgrader_lists_every_assignment(lab):
