@@ -15,6 +15,8 @@ from tools import course
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
 
 A = grader_cases.A
+# `--jobs 1`: the local cluster's one worker process is enough to show what a task's failure
+# becomes (test_dask.py grades on two workers); each more imports Dask and the grader again.
 
 
 @pytest.mark.parametrize("cause", ["missing interpreter", "sandbox cannot start"])
@@ -30,7 +32,7 @@ def test_on_a_dask_cluster_the_graders_failure_is_not_graded_too(tmp_path, cause
         expected = f"kernel did not start (interpreter {interpreter} is missing)"
     else:
         extra += ["--memory", "8"]
-    done = grade_cli(root, folder, env, *extra)
+    done = grade_cli(root, folder, env, *extra, jobs=1)
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"2 of 2 not graded: {expected}" in done.stderr, done.stderr
     rows = export.read_csv(root / "grades" / f"{A}.csv")
@@ -42,7 +44,7 @@ def test_on_a_dask_cluster_the_students_own_crash_is_graded_too(tmp_path):
     root = tmp_path / "course"
     course.temporary_course(root, [A])
     write_crashes(tmp_path / "class")
-    done = grade_cli(root, tmp_path / "class", grader_cases.cli_env(), "--scheduler", "local", timeout=5)
+    done = grade_cli(root, tmp_path / "class", grader_cases.cli_env(), "--scheduler", "local", timeout=5, jobs=1)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = export.read_csv(root / "grades" / f"{A}.csv")
     assert {r["status"] for r in rows} == {"graded"}, rows

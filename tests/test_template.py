@@ -326,9 +326,18 @@ def templates_seen(*parents: psutil.Process):
     while the block runs; processes older than the block are not its."""
     folders, done, started = set(), threading.Event(), time.time() - 0.05
 
+    def below() -> list[psutil.Process]:
+        found = []
+        for parent in parents:
+            try:
+                found += parent.children(recursive=True)
+            except psutil.Error:  # the parent has ended: nothing more below it
+                continue
+        return found
+
     def watch():
         while not done.is_set():
-            for process in [c for parent in parents for c in parent.children(recursive=True)]:
+            for process in below():
                 try:
                     command = process.cmdline()
                     if process.create_time() < started:
