@@ -95,9 +95,16 @@ def type_answers(page, notebook, replace: dict[str, str]) -> None:
     # would make JupyterLab ask whether the file changed on disk).
 
 
-def open_notebook(page, user: str, port: int):
-    """The fetched exercise, open in the student's JupyterLab with its kernel ready."""
-    page.goto(f"http://{user}.localhost:{port}/user/{user}/lab/tree/{COURSE}/{A}/{A}.ipynb")
+def open_notebook(page):
+    """The fetched exercise, opened the way README tells students (in the Assignments panel, the
+    exercise's name lists its notebook, whose name opens it), with its kernel ready. (Not a new
+    page load at the notebook's URL: loading JupyterLab costs Chromium about 3 s of CPU.)"""
+    panel = assignments_panel(page)
+    listed = panel.locator("#fetched_assignments_list .nested_list_item a", has_text=A).first
+    if not listed.is_visible():  # the list shows the notebooks once the exercise's name is clicked
+        fetched = panel.locator("#fetched_assignments_list .list_item:not(.nested_list_item)", has_text=A).first
+        fetched.locator("a.assignment-notebooks-link").click()
+    listed.click()
     notebook = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
     notebook.locator(".jp-Cell", has_text="YOUR CODE HERE").first.wait_for()
     page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').first.wait_for()

@@ -188,7 +188,7 @@ def the_class(browser, port: int, state: Path, expected: dict[str, int], max_sco
         panel.locator("#released_assignments_list button", has_text="Fetch").first.click()
         panel.locator("#fetched_assignments_list", has_text=A).first.wait_for()
         shot(page, f"03_{name}_fetched")
-        notebook = open_notebook(page, name, port)
+        notebook = open_notebook(page)
         type_answers(page, notebook, answers[name])
         # Both students' validations run side by side; the results are read below.
         notebook.locator(".validate-button").click()
@@ -217,7 +217,7 @@ def the_class(browser, port: int, state: Path, expected: dict[str, int], max_sco
         own=str(own),
     )
     page = students[BAD]
-    notebook = open_notebook(page, BAD, port)
+    notebook = open_notebook(page)
     notebook.locator(".jp-Cell").last.click()
     page.keyboard.press("Escape")
     page.keyboard.press("b")

@@ -103,7 +103,7 @@ def test_a_class_launched_from_the_lms_gets_its_grades_back(cls):
             panel = assignments_panel(page)
             panel.locator("#released_assignments_list button", has_text="Fetch").first.click()
             panel.locator("#fetched_assignments_list", has_text=A).first.wait_for()
-            notebook = open_notebook(page, student, port)
+            notebook = open_notebook(page)
             type_answers(page, notebook, {})
             notebook.locator(".validate-button").click()
             message = page.locator("#validation-message")
