@@ -107,5 +107,5 @@ def open_notebook(page):
     listed.click()
     notebook = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
     notebook.locator(".jp-Cell", has_text="YOUR CODE HERE").first.wait_for()
-    page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').first.wait_for()
+    notebook.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').first.wait_for()
     return notebook
