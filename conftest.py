@@ -22,12 +22,12 @@ ASSIGNMENTS = course.assignment_ids()
 
 
 def pytest_configure(config):
-    """One kernel template for the whole run (the issue's "share kernels from the fork server
-    across tests"): the first pytest process starts it and names it in GRADER_TEMPLATE_FOLDER,
-    which the test workers, the grader and nbgrader commands, Jupyter servers and Dask workers
-    they start inherit, so each forks its kernels from it instead of starting a template of its
-    own (importing torch and ipykernel: 1.4 s of CPU each, about 25 times a run). A test of the
-    template's own life lets go of it first (Template.stop) and starts one of its own."""
+    """One kernel template for the whole run: the first pytest process starts it and names it in
+    GRADER_TEMPLATE_FOLDER, which the test workers, the grader and nbgrader commands, Jupyter
+    servers and Dask workers they start inherit, so each forks its kernels from it instead of
+    starting a template of its own (importing torch and ipykernel: 1.4 s of CPU each, about 25
+    times a run). A test of the template's own life lets go of it first (Template.stop) and
+    starts one of its own; one whose point is another interpreter drops the variable."""
     if hasattr(config, "workerinput") or template.SHARED in os.environ:
         return  # a test worker, or a run inside a run: the shared one is named already
     if template.kernels_would_fork(sandboxed=False):

@@ -17,7 +17,7 @@ import grading_checks
 import pytest
 from not_graded_cases import check_crashes_graded, grade_cli, write_class, write_crashes
 
-from grader import export, feedback, grade
+from grader import export, feedback, grade, template
 from tools import course
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
@@ -130,6 +130,9 @@ def test_a_symlinked_environment_grades(tmp_path):
     link.symlink_to(sys.prefix)
     env = grader_cases.cli_env()
     env["PATH"] = f"{link / 'bin'}{os.pathsep}{env['PATH']}"
+    # Its own template, started by the linked interpreter: the run's shared one (conftest.py)
+    # runs from the real path, which would leave the link untried.
+    env.pop(template.SHARED, None)
     done = grade_cli(root, folder, env, python=str(link / "bin" / "python"), jobs=1, timeout=None)
     assert done.returncode == 0, done.stdout + done.stderr
     row = export.read_csv(root / "grades" / f"{A}.csv")[0]
