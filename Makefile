@@ -13,7 +13,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 setup: $(STAMP)
 
-# Re-installs only when requirements.txt changes (the stamp is older than it).
+# Re-installs only when one of its inputs changes (the stamp is older than it).
 $(STAMP): requirements.txt pyproject.toml tools/lab_page_config.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt

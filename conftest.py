@@ -21,6 +21,12 @@ from tools import cells, course, notebooks, source  # noqa: E402
 ASSIGNMENTS = course.assignment_ids()
 
 
+# The run's shared template: its own object, not the controller's template(), so that a test
+# running in the controller (no xdist) that stops its process's template adopts and lets go
+# of this one instead of killing it.
+SHARED_TEMPLATE: list = []
+
+
 def pytest_configure(config):
     """One kernel template for the whole run: the first pytest process starts it and names it in
     GRADER_TEMPLATE_FOLDER, which the test workers, the grader and nbgrader commands, Jupyter
@@ -28,26 +34,29 @@ def pytest_configure(config):
     starting a template of its own (importing torch and ipykernel: 1.4 s of CPU each, about 25
     times a run). A test of the template's own life lets go of it first (Template.stop) and
     starts one of its own; one whose point is another interpreter drops the variable."""
-    if hasattr(config, "workerinput") or template.SHARED in os.environ:
-        return  # a test worker, or a run inside a run: the shared one is named already
+    if hasattr(config, "workerinput") or template.shared_folder():
+        return  # a test worker, or a run inside a run: a live one is named already
     if template.kernels_would_fork(sandboxed=False):
-        template.template().spawn_early()
+        SHARED_TEMPLATE.append(template.Template())
+        SHARED_TEMPLATE[0].spawn_early()
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session):
     """Name the template once it is ready, before pytest-xdist starts the workers."""
-    if hasattr(session.config, "workerinput") or template.SHARED in os.environ:
+    if not SHARED_TEMPLATE:
         return
-    shared = template.template()
-    if not shared.process:
-        return  # not begun: kernels start normally here
     try:
-        shared.ensure_started()
+        SHARED_TEMPLATE[0].ensure_started()
     except template.TemplateUnavailable as error:
         print(f"no shared kernel template ({error}); each process starts its own")
         return
-    os.environ[template.SHARED] = shared.folder
+    os.environ[template.SHARED] = SHARED_TEMPLATE[0].folder
+
+
+def pytest_unconfigure(config):
+    for shared in SHARED_TEMPLATE:
+        shared.stop()
 
 
 def pytest_collection_modifyitems(config, items):

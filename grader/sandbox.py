@@ -94,14 +94,22 @@ def lock_folder() -> str:
             os.makedirs(folder, mode=0o700, exist_ok=True)
         except OSError:
             continue
-        info = os.lstat(folder)
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        if not is_private_folder(folder):
             raise RuntimeError(
                 f"{folder} holds the grader's locks and must be a folder of this user's that no one else "
                 "can write (mode 0700, not a symlink): remove it, or fix its owner and mode"
             )
         return folder
     raise RuntimeError(f"none of {', '.join(filter(None, candidates))} can be made: the grader needs one for its locks")
+
+
+def is_private_folder(path: str) -> bool:
+    """A folder (not a symlink) of this user's that no one else can enter or write (mode 0700)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o077
 
 
 def hold_slot(kind: str, count: int) -> int:

@@ -1,26 +1,22 @@
 """Kernels forked from a warm template: torch is imported once, not once per notebook.
 
-Starting a kernel and importing torch costs about 2.5 s, the same work for
-every notebook. A *template* is a Python process that has imported ipykernel,
-torch, numpy and matplotlib and then waits; for each kernel it forks a copy
-that becomes the kernel: the fork takes tens of milliseconds, the kernel answers
-in about 0.4 s (`make bench` measures it), against 2 to 2.7 s started normally.
+A *template* is a Python process that has imported ipykernel, torch, numpy and
+matplotlib and waits; for each kernel it forks a copy that becomes the kernel,
+ready in about 0.4 s (`make bench` measures it) instead of 2 to 2.7 s.
 
-Grading gets it through Jupyter's own extension point: the grader's own kernel
-spec, `course-grader` (installed into the environment by `python -m
-grader.template install`, run by `make setup`), names the kernel provisioner
-`course-kernel-template` (an entry point of this package), so the grader's
-workers, `nbgrader autograde` and Formgrader with the course config (and the
-test suite's nbval runs, which opt in) start kernels through
-`TemplateProvisioner`. Students' JupyterLab and the hub's servers use the plain
-`python3` spec and never touch it. Each client process gets its own template,
-started on its first kernel; the grader's pool workers adopt their parent's
-(`adopt`), so a grading run imports torch once, and every process of a session
-adopts the one GRADER_TEMPLATE_FOLDER names, if set (the test suite does).
-When the template cannot serve a kernel (not this Python's ipykernel, a
-sandbox asked for without root, the template failed to start,
-`GRADER_KERNEL_TEMPLATE=off`), the provisioner logs why and starts the kernel
-normally, as Jupyter's own provisioner does.
+Grading gets it through Jupyter's own extension point: the grader's kernel spec,
+`course-grader` (`python -m grader.template install`, run by `make setup`),
+names the provisioner `course-kernel-template` (an entry point of this
+package), so the grader's workers, `nbgrader autograde` and Formgrader with the
+course config (and the test suite's nbval runs, which opt in) start kernels
+through `TemplateProvisioner`; students' JupyterLab and the hub's servers use
+the plain `python3` spec. Each client process starts its own template on its
+first kernel; the grader's pool workers adopt their parent's (`adopt`), and
+every process of a session the one GRADER_TEMPLATE_FOLDER names (the test suite
+shares one; see shared_folder). When the template cannot serve a kernel (not
+this Python's ipykernel, a sandbox asked for without root, the template failed
+to start, `GRADER_KERNEL_TEMPLATE=off`), the provisioner logs why and starts
+the kernel normally, as Jupyter's own provisioner does.
 
 Processes, for one kernel::
 
@@ -64,7 +60,6 @@ import select
 import shutil
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import tempfile
@@ -78,8 +73,8 @@ from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 from jupyter_client.provisioning import LocalProvisioner
 from traitlets import Bool, Float
 
-from .sandbox import clean_environment, gpu_devices
-from .template_server import INLINE_BACKEND, LAUNCHER, SYS_PIVOT_ROOT, serve
+from .sandbox import clean_environment, gpu_devices, is_private_folder
+from .template_server import INLINE_BACKEND, LAUNCHER, SYS_PIVOT_ROOT, same_user, serve
 
 PROVISIONER_NAME = "course-kernel-template"
 # Set to "off" (or 0/false/no) to start every kernel normally, e.g. to compare (make bench).
@@ -198,6 +193,7 @@ class Template:
     def _spawn(self) -> None:
         self.stop()
         self.folder = tempfile.mkdtemp(prefix="grader-template-")  # 0700: only this user reaches the socket
+        Path(self.folder, "python").write_text(sys.executable)  # what processes adopting it must run
         env = clean_environment(self.folder)
         env.update(MPLBACKEND=INLINE_BACKEND, MPLCONFIGDIR=os.path.join(self.folder, "matplotlib"))
         package_root = str(Path(__file__).resolve().parent.parent)
@@ -255,6 +251,7 @@ class Template:
                 conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 try:
                     conn.connect(os.path.join(self.folder, "socket"))
+                    same_user(conn)
                     socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], fds)
                     conn.settimeout(60)
                     line = b""
@@ -268,6 +265,8 @@ class Template:
                     conn.close()
                     if attempt == 2:
                         raise TemplateUnavailable(f"the template did not answer: {exc}") from exc
+                    if self.adopted:
+                        log.warning("kernel template: the shared one did not answer (%s); starting one", exc)
                     self.stop()  # dead or stuck: the next attempt starts a new one
                     continue
                 answer = json.loads(line)
@@ -303,16 +302,16 @@ def adopt(folder: str) -> None:
 
 
 def shared_folder() -> str | None:
-    """SHARED's folder if it is this user's and closed to others (who could plant a socket)."""
+    """SHARED's folder if its template is this user's (the folder closed to others, who could plant
+    a socket there) and runs this process's interpreter (a kernel forked from it does)."""
     folder = os.environ.get(SHARED)
-    if not folder:
-        return None
-    try:
-        info = os.lstat(folder)
-    except OSError:
-        return None  # gone: its session ended
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
-        log.warning("kernel template: %s=%s is not a private folder of this user's; not used", SHARED, folder)
+    if not folder or not os.path.exists(folder):
+        return None  # not set, or its session ended
+    interpreter = Path(folder, "python").read_text() if os.path.isfile(Path(folder, "python")) else ""
+    if not is_private_folder(folder) or interpreter != sys.executable:
+        log.warning(
+            "kernel template: %s=%s is not a private template folder of %s; not used", SHARED, folder, sys.executable
+        )
         return None
     return folder
 

@@ -16,6 +16,7 @@ import select
 import shutil
 import signal
 import socket
+import struct
 import sys
 import tempfile
 import time
@@ -433,6 +434,13 @@ def _keeper(conn: socket.socket, request: dict, fds: list[int], base: str) -> No
 
 
 # -- the template process -----------------------------------------------------------------------------
+def same_user(conn: socket.socket) -> None:
+    """Refuse a template socket served by another user (a path is checked once; the peer, always)."""
+    _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    if uid != os.geteuid():
+        raise ConnectionRefusedError(f"the template's socket is served by uid {uid}")
+
+
 def serve(folder: str) -> None:
     """The template: import once, then fork a keeper and kernel per request on `folder`/socket."""
     parent = os.getppid()

@@ -13,7 +13,9 @@ import logging
 import os
 import re
 import signal
+import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -306,7 +308,7 @@ def test_a_kernel_exits_with_its_client():
         "print(km.provisioner.process.init, flush=True)\n"
         "os._exit(0)\n"
     )
-    done = subprocess.run([os.sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     init = int(done.stdout.split()[-1])
     for _ in range(100):
         try:
@@ -391,33 +393,123 @@ def test_a_run_forks_from_the_template_its_environment_names_and_starts_none(tmp
     try:
         folder, root = _class(tmp_path, ("ana", "ben"))
         env = dict(grader_cases.cli_env(), **{template.SHARED: named})
-        command = [os.sys.executable, "-m", "grader", "grade", A, "--submissions", str(folder), "--root", str(root)]
+        command = [sys.executable, "-m", "grader", "grade", A, "--submissions", str(folder), "--root", str(root)]
         run = psutil.Popen([*command, "--jobs", "2"], env=env, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        with templates_seen(run) as own, templates_seen(psutil.Process(session.process.pid)) as forked:
-            out, err = run.communicate(timeout=240)
+        try:
+            with templates_seen(run) as own, templates_seen(psutil.Process(session.process.pid)) as forked:
+                out, err = run.communicate(timeout=240)
+        finally:
+            if run.poll() is None:  # it ran past the timeout
+                run.kill()
     finally:
         session.stop()
     assert run.returncode == 0, (out + err).decode()[-3000:]
     assert not own, f"the run started templates of its own: {own}"
-    assert forked == {named}, "the named template forked the run's kernels"
+    assert forked == {named}, f"the named template forked no kernel of the run: {forked}"
     rows = export.read_csv(root / "grades" / f"{A}.csv")
     assert [(r["status"], float(r["score"])) for r in rows] == [("graded", FULL)] * 2
 
 
 @pytest.mark.unit
-def test_only_a_private_folder_of_this_users_is_adopted(tmp_path, monkeypatch, caplog):
-    """Anyone who can enter the named folder could put a socket of their own there, and serve
-    kernels: such a folder is refused with a note, and the process starts its own template."""
-    private = tmp_path / "private"
-    private.mkdir(mode=0o700)
+def test_only_a_private_template_folder_of_this_users_for_this_interpreter_is_adopted(tmp_path, monkeypatch, caplog):
+    """Anyone who can enter the named folder could put a socket of their own there and serve
+    kernels, and a template of another interpreter would fork kernels of that one: such a folder
+    is refused with a note (template() then starts the process's own)."""
+
+    def folder(name: str, mode: int = 0o700, owner: int | None = None, python: str = sys.executable):
+        made = tmp_path / name
+        made.mkdir()
+        made.chmod(mode)
+        (made / "python").write_text(python)
+        if owner is not None:
+            os.chown(made, owner, owner)
+        return made
+
+    private = folder("private")
     link = tmp_path / "link"
     link.symlink_to(private)
-    opened = tmp_path / "opened"
-    opened.mkdir()
-    opened.chmod(0o755)
-    for folder, adopted in ((private, True), (link, False), (opened, False), (tmp_path / "gone", False)):
-        monkeypatch.setenv(template.SHARED, str(folder))
-        assert template.shared_folder() == (str(folder) if adopted else None), folder
-    assert caplog.text.count("is not a private folder of this user's") == 2
-    monkeypatch.delenv(template.SHARED)
-    assert template.shared_folder() is None
+    cases = {
+        private: True,
+        link: False,
+        folder("opened", mode=0o755): False,
+        folder("someone_elses", owner=65534): False,  # nobody's
+        folder("another_python", python="/usr/bin/python3"): False,
+    }
+    for named, adopted in cases.items():
+        monkeypatch.setenv(template.SHARED, str(named))
+        assert template.shared_folder() == (str(named) if adopted else None), named
+    assert caplog.text.count("is not a private template folder of") == 4
+    monkeypatch.setenv(template.SHARED, str(private))
+    assert template.Template(adopted_folder=template.shared_folder()).adopted
+    monkeypatch.setenv(template.SHARED, str(tmp_path / "gone"))  # its session ended: no note
+    assert template.shared_folder() is None and caplog.text.count("not a private template folder") == 4
+
+
+@pytest.mark.unit
+def test_a_template_socket_served_by_another_user_is_refused():
+    """The folder is checked when adopted; the user serving the socket, at every connection (a
+    folder removed and made again by someone else would otherwise pass)."""
+    name = f"\0course-grader-test-{os.getpid()}"  # abstract: no folder permissions in the way
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(name)
+    listener.listen(1)
+    pid = os.fork()
+    if pid == 0:  # the other user: connects as nobody
+        try:
+            os.setuid(65534)
+            client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            client.connect(name)
+            client.recv(1)
+        finally:
+            os._exit(0)
+    served, _ = listener.accept()
+    try:
+        with pytest.raises(ConnectionRefusedError, match="uid 65534"):
+            template.same_user(served)
+        ours = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        ours.connect(name)
+        mine, _ = listener.accept()
+        template.same_user(mine)  # this user's own: taken
+        template.same_user(ours)
+    finally:
+        served.close()
+        listener.close()
+        os.waitpid(pid, 0)
+
+
+@pytest.mark.unit
+def test_a_named_template_whose_socket_another_user_serves_gets_no_kernel_request(tmp_path, monkeypatch, caplog):
+    """A private folder whose socket someone else serves (made again after the check, say): the
+    request (the kernel's environment and streams) never reaches it, and the process goes on to a
+    template of its own (not started here)."""
+    folder = tmp_path / "shared"
+    folder.mkdir(mode=0o700)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(folder / "socket"))
+    ready, report = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # serves the socket as nobody: the peer credentials are the listening process's
+        try:
+            os.setuid(65534)
+            listener.listen(1)
+            os.write(report, b"L")
+            conn, _ = listener.accept()
+            conn.settimeout(10)
+            os.write(report, str(len(conn.recv(1 << 16))).encode())
+        finally:
+            os._exit(0)
+    os.close(report)
+    assert os.read(ready, 1) == b"L"
+
+    def no_start(self):
+        raise template.TemplateUnavailable("no template of its own in this test")
+
+    monkeypatch.setattr(template.Template, "_start", no_start)
+    adopted = template.Template(adopted_folder=str(folder))
+    with caplog.at_level(logging.WARNING), pytest.raises(template.TemplateUnavailable, match="in this test"):
+        adopted.fork({"argv": ["python"]}, [])
+    received = os.read(ready, 16)
+    os.waitpid(pid, 0)
+    listener.close()
+    assert received == b"0", f"the other user's socket received {received.decode()} bytes of the request"
+    assert "served by uid 65534" in caplog.text
