@@ -36,6 +36,7 @@ def test_nbgraders_own_autograde_fails_loudly_with_the_cause_and_keeps_no_score(
     assert done.returncode != 0, said
     assert f"kernel did not start (interpreter {interpreter} is missing)" in said, said[-3000:]
     assert not grading_checks.auto_scores(grader_course.db_url(grader_course.load_config(root)), A, "ana")
+    assert not list((root / "autograded").glob(f"*/{A}/{A}.ipynb")), "no autograded notebook is left behind"
 
 
 def test_nbgraders_own_autograde_grades_the_students_own_crash(tmp_path):
