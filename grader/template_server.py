@@ -433,7 +433,7 @@ def _keeper(conn: socket.socket, request: dict, fds: list[int], base: str) -> No
     os._exit(0)
 
 
-# -- the template process -----------------------------------------------------------------------------
+# -- the client's check of the socket it connects to (Template.fork in template.py) -------------
 def same_user(conn: socket.socket) -> None:
     """Refuse a template socket served by another user (a path is checked once; the peer, always)."""
     _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
@@ -441,6 +441,7 @@ def same_user(conn: socket.socket) -> None:
         raise ConnectionRefusedError(f"the template's socket is served by uid {uid}")
 
 
+# -- the template process -----------------------------------------------------------------------------
 def serve(folder: str) -> None:
     """The template: import once, then fork a keeper and kernel per request on `folder`/socket."""
     parent = os.getppid()

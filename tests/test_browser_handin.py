@@ -176,10 +176,7 @@ def test_2_student_fetches_writes_validates_and_submits(people):
     # The student opens the notebook from the list (the exercise's name lists it) and writes the
     # model answers into the answer cells, as typed text.
     answers = submissions.answered(A)
-    fetched.locator("a.assignment-notebooks-link").click()
-    panel.locator("#fetched_assignments_list .nested_list_item a", has_text=A).first.click()
-    notebook = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
-    notebook.locator(".jp-Cell").first.wait_for()
+    notebook = browser_steps.open_notebook(page)
     for index, cell in enumerate(answers.cells):
         meta = cell.metadata.get("nbgrader", {})
         if not meta.get("solution"):
