@@ -244,11 +244,15 @@ def gpu_devices(visible: str | None = None) -> list[str]:
 def limits(*, memory_mb: int, max_processes: int, file_mb: int) -> dict[str, int]:
     """Each process's resource limits (soft and hard), by resource name as prlimit and setrlimit know them.
 
-    With a GPU, the address-space limit would stop CUDA, which reserves far more address
-    space than it uses: the data limit (memory a process writes) holds instead."""
-    memory = "data" if gpu_devices() else "as"
+    Memory is limited by what a process writes (its data limit: heap and private writable
+    mappings), not by the address space it maps or reserves. The CUDA build of torch maps
+    more than 2 GiB of libraries when imported, and CUDA reserves far more address space than
+    it uses: under an address-space limit every kernel forked from a template that had imported
+    that torch died at its start, GPU or not, and a kernel that imported it itself could not.
+    What the data limit does not count (shared memory, files in the sandbox's /tmp) is
+    described in docs/security.md."""
     return {
-        memory: memory_mb * 1024 * 1024,
+        "data": memory_mb * 1024 * 1024,
         "nproc": max_processes,
         "fsize": file_mb * 1024 * 1024,
         "nofile": 256,
@@ -295,8 +299,10 @@ def command(
     caps = limits(memory_mb=memory_mb, max_processes=max_processes, file_mb=file_mb)
     prlimit = [shutil.which("prlimit") or "prlimit", *(f"--{name}={value}" for name, value in caps.items()), "--"]
     if uid is not None:
-        # Root keeps only the two capabilities needed to become the sandbox user,
-        # and setpriv drops those before the kernel starts.
+        # Root keeps only the capabilities needed to become the sandbox user and to empty the
+        # bounding set (CAP_SETPCAP), and setpriv drops them all before the kernel starts.
+        # Without CAP_SETPCAP, util-linux 2.38's setpriv left the bounding set full without a
+        # word, and 2.39's (Ubuntu 24.04) refuses to start anything ("apply bounding set").
         args += [
             "--cap-drop",
             "ALL",
@@ -304,6 +310,8 @@ def command(
             "CAP_SETUID",
             "--cap-add",
             "CAP_SETGID",
+            "--cap-add",
+            "CAP_SETPCAP",
             "--",
             shutil.which("setpriv") or "setpriv",
             f"--reuid={uid}",
@@ -384,7 +392,7 @@ class SandboxedKernelManager(AsyncKernelManager):
     client_factory = Type(ReadyKernelClient, klass=AsyncKernelClient, config=True)
 
     scratch = Unicode("", help="folder the kernel may write to (its working directory)").tag(config=True)
-    memory_mb = Int(2048, help="address-space limit of each process, in MiB").tag(config=True)
+    memory_mb = Int(2048, help="memory each process may write (its data limit), in MiB").tag(config=True)
     max_processes = Int(32, help="processes and threads the sandbox user may have (a kernel uses ~13)").tag(config=True)
     file_mb = Int(256, help="largest file the kernel may write, in MiB").tag(config=True)
     uid = Int(-1, help="uid to run as when the grader is root (-1: one claimed for this process)").tag(config=True)

@@ -309,6 +309,22 @@ print("SPAWNED")
             ),
         ),
         Case(
+            "reserves_address_space.ipynb",
+            "reserves_address_space",
+            "resource_limit",
+            FULL,
+            "graded",
+            "",
+            _notebook(
+                "reserves_address_space.ipynb",
+                # 8 GiB of address space reserved and never written, as CUDA and the CUDA build of
+                # torch do: within the memory limit, which counts what a process writes.
+                lambda: _answer_prefix(
+                    "    import mmap\n    mmap.mmap(-1, 8 << 30, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ).close()\n"
+                ),
+            ),
+        ),
+        Case(
             "fork_bomb.ipynb",
             "fork_bomb",
             "resource_limit",

@@ -11,7 +11,6 @@ import contextlib
 import json
 import logging
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -237,9 +236,9 @@ def test_a_forked_kernel_sees_exactly_the_sandbox_a_normal_one_sees(graded):
     forked = _outputs(graded["forked_root"], "b_probe")
     normal = _outputs(graded["normal_root"], "b_probe")
     assert not forked.startswith("IDS 0 ") and "NoNewPrivs:\\t1" in forked and "CapEff:\\t0000000000000000" in forked
-    # Stricter than bwrap with setpriv, which leaves the bounding set full.
-    assert "CapBnd:\\t0000000000000000" in forked
-    forked, normal = (re.sub(r"'CapBnd:\\t[0-9a-f]+', ", "", text) for text in (forked, normal))
+    # Nothing left to regain either: the bounding set is empty in both (setpriv in bwrap needs
+    # CAP_SETPCAP for that; without it util-linux 2.38 left the set full without a word).
+    assert "CapBnd:\\t0000000000000000" in forked and "CapBnd:\\t0000000000000000" in normal
     # torch's CPU threads: one per grading kernel (sandbox.KERNEL_THREADS), forked or not.
     assert f"THREADS {sandbox.KERNEL_THREADS}" in forked, forked
     for key in ("IDS", "CAPS", "LIMITS", "MOUNTS", "HOST", "PIDS", "TMP", "HERE", "ENV ", "ALLOC", "THREADS"):
