@@ -244,13 +244,10 @@ def gpu_devices(visible: str | None = None) -> list[str]:
 def limits(*, memory_mb: int, max_processes: int, file_mb: int) -> dict[str, int]:
     """Each process's resource limits (soft and hard), by resource name as prlimit and setrlimit know them.
 
-    Memory is limited by what a process writes (its data limit: heap and private writable
-    mappings), not by the address space it maps or reserves. The CUDA build of torch maps
-    more than 2 GiB of libraries when imported, and CUDA reserves far more address space than
-    it uses: under an address-space limit every kernel forked from a template that had imported
-    that torch died at its start, GPU or not, and a kernel that imported it itself could not.
-    What the data limit does not count (shared memory, files in the sandbox's /tmp) is
-    described in docs/security.md."""
+    Memory: what a process writes (the data limit), not the address space it maps. The CUDA
+    build of torch maps ~3 GiB on import and CUDA reserves more: under a 2 GiB address-space
+    limit no kernel forked from a template holding that torch could start, GPU or not.
+    What the data limit does not count: docs/security.md."""
     return {
         "data": memory_mb * 1024 * 1024,
         "nproc": max_processes,
