@@ -59,11 +59,9 @@ ROOT_LOCKS = "/run/course-grader"  # root's lock folder (lock_folder)
 # CUDA_VISIBLE_DEVICES: a GPU worker's kernel sees exactly the GPUs given to its worker.
 # OMP_NUM_THREADS: the instructor's choice of CPU threads per kernel (KERNEL_THREADS if unset).
 PASSED_THROUGH = ("PATH", "LANG", "LANGUAGE", "TZ", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS")
-# torch runs one CPU thread per core in every process unless told otherwise. The grader
-# already runs submissions side by side (--jobs, Dask workers), one per core, and a lesson's
-# tensors are small: a kernel's extra threads would only compete with the other kernels for
-# the same cores (OpenMP threads spin while they wait). One thread per kernel keeps `--jobs N`
-# at N busy cores.
+# torch runs a CPU thread per core in every process unless told otherwise, but the grader runs
+# submissions side by side (--jobs, Dask workers), one per core, and a lesson's tensors are small:
+# extra threads would only compete for the same cores (OpenMP threads spin while they wait).
 KERNEL_THREADS = "1"
 PASSED_THROUGH_PREFIXES = ("LC_",)
 
@@ -76,7 +74,10 @@ def clean_environment(scratch: str) -> dict[str, str]:
     bin_dir = os.path.dirname(sys.executable)  # the kernel's interpreter and its tools
     if bin_dir not in env["PATH"].split(os.pathsep):
         env["PATH"] = bin_dir + os.pathsep + env["PATH"]
-    env.update(HOME=scratch, TMPDIR="/tmp", MPLCONFIGDIR=os.path.join(scratch, ".matplotlib"), PYTHONNOUSERSITE="1")
+    # getpass.getuser() falls back to the password file, which has no entry for a sandbox uid: name
+    # the user (torch 2.11's optimizers ask, for their compile cache, and raised KeyError).
+    env.update(HOME=scratch, USER="student", LOGNAME="student", TMPDIR="/tmp", PYTHONNOUSERSITE="1")
+    env["MPLCONFIGDIR"] = os.path.join(scratch, ".matplotlib")
     return env
 
 
@@ -296,10 +297,9 @@ def command(
     caps = limits(memory_mb=memory_mb, max_processes=max_processes, file_mb=file_mb)
     prlimit = [shutil.which("prlimit") or "prlimit", *(f"--{name}={value}" for name, value in caps.items()), "--"]
     if uid is not None:
-        # Root keeps only the capabilities needed to become the sandbox user and to empty the
-        # bounding set (CAP_SETPCAP), and setpriv drops them all before the kernel starts.
-        # Without CAP_SETPCAP, util-linux 2.38's setpriv left the bounding set full without a
-        # word, and 2.39's (Ubuntu 24.04) refuses to start anything ("apply bounding set").
+        # Root keeps only what becoming the sandbox user and emptying the bounding set need, and
+        # setpriv drops it all. Without CAP_SETPCAP, util-linux 2.38's setpriv left the bounding
+        # set full silently, and 2.39's (Ubuntu 24.04) starts nothing ("apply bounding set").
         args += [
             "--cap-drop",
             "ALL",

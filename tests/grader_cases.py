@@ -325,6 +325,20 @@ print("SPAWNED")
             ),
         ),
         Case(
+            "asks_its_user_name.ipynb",
+            "asks_its_user_name",
+            "environment",
+            FULL,
+            "graded",
+            "",
+            _notebook(
+                "asks_its_user_name.ipynb",
+                # As torch 2.11's optimizers do (for their compile cache): the sandbox's uid has no
+                # entry in the password file, so the name comes from the environment.
+                lambda: _answer_prefix("    import getpass\n    assert getpass.getuser()\n"),
+            ),
+        ),
+        Case(
             "fork_bomb.ipynb",
             "fork_bomb",
             "resource_limit",
