@@ -42,10 +42,12 @@ def crash(code):
 
 # Student code that kills its own kernel, runs out of memory or never stops (one each).
 # The endless loop waits instead of spinning: stopped the same way (test_grader's loop_top
-# is the busy loop), without burning the time limit on every path that grades it.
+# is the busy loop), without burning the time limit on every path that grades it. The hog's
+# bytes() are allocated zeroed but never written (calloc): the memory limit counts them all the
+# same, so MemoryError comes at once, where writing 2 GiB raced the 5 s cell limit on a busy machine.
 CRASHES = {
     "exits": "    import os\n    os._exit(1)\n",
-    "hogs_memory": "    blocks = []\n    while True:\n        blocks.append(bytearray(1 << 26))\n",
+    "hogs_memory": "    blocks = []\n    while True:\n        blocks.append(bytes(1 << 26))\n",
     "loops": "    import time\n    while True:\n        time.sleep(0.5)\n",
 }
 
