@@ -245,10 +245,10 @@ def gpu_devices(visible: str | None = None) -> list[str]:
 def limits(*, memory_mb: int, max_processes: int, file_mb: int) -> dict[str, int]:
     """Each process's resource limits (soft and hard), by resource name as prlimit and setrlimit know them.
 
-    Memory: what a process writes (the data limit), not the address space it maps. The CUDA
-    build of torch maps ~3 GiB on import and CUDA reserves more: under a 2 GiB address-space
-    limit no kernel forked from a template holding that torch could start, GPU or not.
-    What the data limit does not count: docs/security.md."""
+    Memory: the data limit, on private writable memory (heap, writable private maps, counted when
+    mapped, written or not), not on address space: read-only maps and reservations don't count.
+    The CUDA build of torch maps ~3 GiB on import (CUDA reserves more): under a 2 GiB address-space
+    limit no kernel holding that torch could run. What it does not count: docs/security.md."""
     return {
         "data": memory_mb * 1024 * 1024,
         "nproc": max_processes,
@@ -298,8 +298,8 @@ def command(
     prlimit = [shutil.which("prlimit") or "prlimit", *(f"--{name}={value}" for name, value in caps.items()), "--"]
     if uid is not None:
         # Root keeps only what becoming the sandbox user and emptying the bounding set need, and
-        # setpriv drops it all. Without CAP_SETPCAP, util-linux 2.38's setpriv left the bounding
-        # set full silently, and 2.39's (Ubuntu 24.04) starts nothing ("apply bounding set").
+        # setpriv drops it all. Without CAP_SETPCAP, Debian 12's setpriv (util-linux 2.38) left the
+        # bounding set full silently, and Ubuntu 24.04's (2.39) starts nothing ("apply bounding set").
         args += [
             "--cap-drop",
             "ALL",
@@ -389,7 +389,7 @@ class SandboxedKernelManager(AsyncKernelManager):
     client_factory = Type(ReadyKernelClient, klass=AsyncKernelClient, config=True)
 
     scratch = Unicode("", help="folder the kernel may write to (its working directory)").tag(config=True)
-    memory_mb = Int(2048, help="memory each process may write (its data limit), in MiB").tag(config=True)
+    memory_mb = Int(2048, help="private writable memory of each process (data limit), in MiB").tag(config=True)
     max_processes = Int(32, help="processes and threads the sandbox user may have (a kernel uses ~13)").tag(config=True)
     file_mb = Int(256, help="largest file the kernel may write, in MiB").tag(config=True)
     uid = Int(-1, help="uid to run as when the grader is root (-1: one claimed for this process)").tag(config=True)

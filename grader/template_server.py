@@ -58,7 +58,6 @@ DEVICE_LINKS = {
 # Parts of /proc a kernel may read but never change (what bwrap makes read-only here).
 PROC_READ_ONLY = ("irq", "bus")
 RLIMITS = {
-    "as": resource.RLIMIT_AS,
     "data": resource.RLIMIT_DATA,
     "nproc": resource.RLIMIT_NPROC,
     "fsize": resource.RLIMIT_FSIZE,

@@ -318,8 +318,9 @@ print("SPAWNED")
             "",
             _notebook(
                 "reserves_address_space.ipynb",
-                # 8 GiB of address space reserved and never written, as CUDA and the CUDA build of
-                # torch do: within the memory limit, which counts what a process writes.
+                # 8 GiB of address space mapped read-only, as CUDA's reservations and the CUDA build
+                # of torch's libraries are: outside the memory limit, which counts private writable
+                # memory (a writable map counts when made, written or not).
                 lambda: _answer_prefix(
                     "    import mmap\n    mmap.mmap(-1, 8 << 30, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ).close()\n"
                 ),
@@ -334,8 +335,9 @@ print("SPAWNED")
             "",
             _notebook(
                 "asks_its_user_name.ipynb",
-                # As torch 2.11's optimizers do (for their compile cache): the sandbox's uid has no
-                # entry in the password file, so the name comes from the environment.
+                # As torch 2.11's optimizers do (for their compile cache). Graded as root, the sandbox's
+                # uid has no entry in the password file, so the name comes from the environment (as
+                # another user the case passes either way: its own uid has an entry).
                 lambda: _answer_prefix("    import getpass\n    assert getpass.getuser()\n"),
             ),
         ),

@@ -46,9 +46,9 @@ def test_cuda_visible_devices_reaches_the_kernel(fake_gpus, monkeypatch):
     assert sandbox.clean_environment("/tmp/scratch")["CUDA_VISIBLE_DEVICES"] == "0"
 
 
-def test_memory_is_limited_by_what_a_process_writes_not_its_address_space(fake_gpus, monkeypatch):
+def test_memory_is_limited_by_private_writable_memory_not_address_space(fake_gpus, monkeypatch):
     """The data limit, GPU or not: CUDA and the CUDA build of torch map and reserve far more address
-    space than they write (grader_cases' reserves_address_space grades under it)."""
+    space than they use (grader_cases' reserves_address_space grades under it)."""
     for visible in ("0", ""):
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
         caps = sandbox.limits(memory_mb=2048, max_processes=32, file_mb=256)

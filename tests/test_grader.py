@@ -108,6 +108,15 @@ def test_student_code_sees_none_of_the_graders_environment(graded):
         assert name not in text and value not in text
 
 
+def test_a_memory_hog_is_stopped_by_the_memory_limit_not_the_time_limit(graded):
+    """Its case's score and detail alone would also come from a timeout (what a missing memory
+    limit gives, since its bytes() are never written): the limit must raise MemoryError."""
+    assert "timed out" not in graded["rows"]["memory_hog"].detail
+    nb = nbformat.read(graded["root"] / "autograded" / "memory_hog" / A / f"{A}.ipynb", as_version=4)
+    errors = [o.get("ename", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert "MemoryError" in errors, errors
+
+
 def test_student_code_has_no_network(graded):
     assert "CONNECTED" not in _outputs(graded["root"], "attacker")
     assert graded["listener"].received == []

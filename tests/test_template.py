@@ -46,7 +46,7 @@ PROBE = """import os, resource, socket
 status = open('/proc/self/status').read().splitlines()
 print('IDS', os.getuid(), os.getgid(), os.getgroups())
 print('CAPS', [l for l in status if l.startswith(('CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb', 'NoNewPrivs'))])
-print('LIMITS', [resource.getrlimit(getattr(resource, 'RLIMIT_' + n)) for n in ('AS', 'NPROC', 'FSIZE', 'NOFILE', 'CORE')])
+print('LIMITS', [resource.getrlimit(getattr(resource, 'RLIMIT_' + n)) for n in ('DATA', 'AS', 'NPROC', 'FSIZE', 'NOFILE', 'CORE')])
 print('MOUNTS', sorted((l.split()[4], l.split()[5].split(',')[0]) for l in open('/proc/self/mountinfo')
                        if not l.split()[4].startswith('/tmp/')))
 print('HOST', socket.gethostname(), socket.if_nameindex())
@@ -239,6 +239,9 @@ def test_a_forked_kernel_sees_exactly_the_sandbox_a_normal_one_sees(graded):
     # Nothing left to regain either: the bounding set is empty in both (setpriv in bwrap needs
     # CAP_SETPCAP for that; without it util-linux 2.38 left the set full without a word).
     assert "CapBnd:\\t0000000000000000" in forked and "CapBnd:\\t0000000000000000" in normal
+    # The memory limit is the data limit (grade.Options' default), in both.
+    memory = grade.Options.memory_mb * 1024 * 1024
+    assert f"LIMITS [({memory}, {memory}), " in forked, forked
     # torch's CPU threads: one per grading kernel (sandbox.KERNEL_THREADS), forked or not.
     assert f"THREADS {sandbox.KERNEL_THREADS}" in forked, forked
     for key in ("IDS", "CAPS", "LIMITS", "MOUNTS", "HOST", "PIDS", "TMP", "HERE", "ENV ", "ALLOC", "THREADS"):
