@@ -414,8 +414,9 @@ def _keeper(conn: socket.socket, request: dict, fds: list[int], base: str) -> No
             os._exit(0)
         _send(conn, {"pid": kernel, "init": child})
         pidfd = os.pidfd_open(child)
+        watched = [conn.fileno(), pidfd]
         while True:
-            readable, _, _ = select.select([conn.fileno(), pidfd], [], [])
+            readable, _, _ = select.select(watched, [], [])
             if pidfd in readable:
                 _, status = os.waitpid(child, 0)
                 _send(conn, {"exit": os.waitstatus_to_exitcode(status)})
@@ -425,8 +426,9 @@ def _keeper(conn: socket.socket, request: dict, fds: list[int], base: str) -> No
                     data = conn.recv(4096)
                 except OSError:
                     data = b""
-                if not data:  # the client is gone: so is its kernel
-                    os.kill(child, signal.SIGKILL)
+                if not data:  # the client is gone: so is its kernel (a closed socket stays
+                    os.kill(child, signal.SIGKILL)  # readable: watch only the child from now on)
+                    watched = [pidfd]
     except BaseException:
         _send(conn, {"error": traceback.format_exc()})
     os._exit(0)

@@ -8,6 +8,7 @@ with the template switched off, and every row must be equal.
 
 import asyncio
 import contextlib
+import ctypes
 import json
 import logging
 import os
@@ -321,6 +322,41 @@ def test_a_kernel_exits_with_its_client():
     else:
         os.kill(init, signal.SIGKILL)
         pytest.fail("the kernel outlived its client")
+
+
+def test_a_keeper_waits_idle_for_a_sandbox_that_is_slow_to_die(tmp_path):
+    """A sandbox's init can take a while to die: it waits until its namespace's last process is
+    reaped (here the kernel, held as a zombie by this test's ptrace; a profiler did the same). The
+    keeper, told by the closed socket that its client is gone, must wait idle: a closed socket stays
+    readable, and watching it again spun a core until the init died."""
+    ptrace = ctypes.CDLL(None, use_errno=True).ptrace
+    ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    seize, wait_all = 0x4206, 0x40000000  # PTRACE_SEIZE, __WALL
+
+    async def started():
+        km, kc = await sandboxed_kernels.start(str(tmp_path))
+        kc.stop_channels()
+        return km.provisioner.process
+
+    process = asyncio.run(started())
+    keeper = psutil.Process(psutil.Process(process.init).ppid())
+    assert ptrace(seize, process.pid, None, None) == 0, os.strerror(ctypes.get_errno())
+    try:
+        process.close()  # the client is gone: the keeper kills the sandbox
+        kernel = psutil.Process(process.pid)
+        deadline = time.monotonic() + 10
+        while kernel.status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert kernel.status() == psutil.STATUS_ZOMBIE
+        before = sum(keeper.cpu_times()[:2])
+        time.sleep(1.0)
+        spent = sum(keeper.cpu_times()[:2]) - before
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGKILL)  # (dead already, unless the keeper failed)
+        os.waitpid(process.pid, wait_all)  # the tracer's wait lets the init reap its kernel
+    assert spent < 0.05, f"the keeper used {spent:.2f} CPU-s in 1 s while its sandbox was dying"
+    keeper.wait(timeout=10)
 
 
 @contextlib.contextmanager
