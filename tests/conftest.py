@@ -25,13 +25,6 @@ ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENTS = course.assignment_ids()
 
 
-@pytest.fixture(scope="module")
-def lab():
-    """`make lab`, as a student runs it: the port of a JupyterLab on 127.0.0.1 (labserver.TOKEN)."""
-    with labserver.serve() as port:
-        yield port
-
-
 def server_binaries() -> Path | None:
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
     return Path(found[-1]).parent if found else None

@@ -2,7 +2,7 @@
 
 `serve(extra_args, env)` runs one on 127.0.0.1 with a known token and yields its port;
 `extra_args` adds to `LAB_ARGS`, e.g. `browser_args(folder)` for a real browser session.
-conftest.py's `lab` fixture is a plain one, for a module.
+test_lab.py's `lab` fixture is one with `browser_args`, shared by its HTTP and browser checks.
 """
 
 from __future__ import annotations

@@ -67,22 +67,28 @@ def test_without_a_gpu_nothing_changes(tmp_path, monkeypatch):
     assert not [s for s in sandbox.layout("/tmp/a", "/tmp/b") if s[0] == "dev-bind"]
 
 
-def graded_lesson_7(tmp_path, **options) -> tuple:
+def graded_lesson_7(tmp_path, extra: dict[str, str] | None = None, **options) -> tuple:
     """Lesson 7's model answers, with a last cell that prints the device `try_gpu` picked, graded
-    in the sandbox with `options`: the row and what the graded notebook printed."""
+    as ana's hand-in (beside the files of `extra`, name -> text) in the sandbox with `options`:
+    every row, by student, and what ana's graded notebook printed."""
     lesson = "07_gpus"
     notebook = submissions.answered(lesson)
     notebook.cells.append(nbformat.v4.new_code_cell('print("GRADED ON", try_gpu().type)'))
     folder = tmp_path / "downloads"
     folder.mkdir()
     nbformat.write(notebook, folder / "ana.ipynb")
+    for name, text in (extra or {}).items():
+        (folder / name).write_text(text)
     root = tmp_path / "course"
     course.temporary_course(root, [lesson])
-    [row] = grade.run(grade.Options(lesson, folder, root=root, cell_timeout=120, **options))
+    rows = {
+        row.student_id: row for row in grade.run(grade.Options(lesson, folder, root=root, cell_timeout=120, **options))
+    }
+    row = rows["ana"]
     assert (row.status, row.score) == ("graded", submissions.full_score(lesson)), row.detail
     graded = nbformat.read(root / "autograded" / row.grader_id / lesson / f"{lesson}.ipynb", as_version=4)
     printed = "".join(o.get("text", "") for c in graded.cells if c.cell_type == "code" for o in c.get("outputs", []))
-    return row, printed
+    return rows, printed
 
 
 # What the grading kernel must see: the GPU where this process sees one (`make test`'s CUDA pass).
@@ -98,14 +104,68 @@ def test_lesson_7_grades_full_in_the_sandbox_on_the_device_this_machine_has(tmp_
     assert f"GRADED ON {EXPECTED_DEVICE}" in printed, printed[-2000:]
 
 
+def self_signed(folder) -> tuple[str, str]:
+    """A key and a self-signed certificate for 127.0.0.1 (PEM files in `folder`), as a real
+    deployment would hand its nodes theirs: the key's path and the certificate's."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "course-grader-test")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    key_path, cert_path = folder / "key.pem", folder / "cert.pem"
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return str(key_path), str(cert_path)
+
+
 @pytest.mark.integration
 @pytest.mark.sandbox
-def test_lesson_7_grades_full_on_a_dask_worker_offering_a_gpu(tmp_path):
-    """As docs/cluster.md deploys it: a `dask worker --resources GPU=1` (its own process, its own
-    kernel template) grades lesson 7 asked for with `--resources GPU=1`, in its sandbox, on the
-    GPU where there is one."""
+def test_lesson_7_grades_full_on_a_tls_dask_worker_offering_a_gpu(tmp_path):
+    """As docs/cluster.md deploys it: scheduler, worker and client talk TLS only, and a
+    `dask worker --resources GPU=1` (its own process, its own kernel template) grades lesson 7
+    asked for with `--resources GPU=1`, in its sandbox, on the GPU where there is one; a broken
+    hand-in beside it gets its row."""
+    import dask
+    from distributed import Client
+
+    key, cert = self_signed(tmp_path)
+    tls = ["--tls-ca-file", cert, "--tls-cert", cert, "--tls-key", key]
+    client_tls = {
+        "distributed.comm.tls.ca-file": cert,
+        "distributed.comm.tls.client.cert": cert,
+        "distributed.comm.tls.client.key": key,
+        "distributed.comm.require-encryption": True,
+    }
     logs = tmp_path / "logs"
     logs.mkdir()
-    with dask_cluster(logs, [["--resources", "GPU=1"]]) as started:
-        _, printed = graded_lesson_7(tmp_path, scheduler=started["address"], jobs=1, resources={"GPU": 1})
+    with (
+        dask.config.set(client_tls),
+        dask_cluster(logs, [["--resources", "GPU=1"]], protocol="tls", tls=tls) as started,
+    ):
+        with dask.config.set({"distributed.comm.require-encryption": False}), pytest.raises((OSError, TimeoutError)):
+            Client(started["address"].replace("tls://", "tcp://"), timeout="5s")  # nothing answers without TLS
+        rows, printed = graded_lesson_7(
+            tmp_path, {"dee.ipynb": "{"}, scheduler=started["address"], jobs=1, resources={"GPU": 1}
+        )
     assert f"GRADED ON {EXPECTED_DEVICE}" in printed, printed[-2000:]
+    assert rows["dee"].status == "invalid" and "not valid JSON" in rows["dee"].detail

@@ -2,6 +2,7 @@
 each failed test's hint arrives whole (nbgrader cuts lines at 90 characters unless told), and
 nothing a student cannot act on is printed (the kernel's start-up warnings)."""
 
+import functools
 import os
 import subprocess
 
@@ -24,6 +25,7 @@ def flat(text: str) -> str:
     return " ".join(text.split())
 
 
+@functools.cache  # both configs validate the same notebook
 def long_hint() -> tuple[nbformat.NotebookNode, str]:
     """A student's notebook with one wrong answer whose visible test fails with a hint longer
     than one of nbgrader's lines, and that hint (computed by running the visible tests)."""
