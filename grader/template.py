@@ -196,6 +196,7 @@ class Template:
         Path(self.folder, "python").write_text(sys.executable)  # what processes adopting it must run
         env = clean_environment(self.folder)
         env.update(MPLBACKEND=INLINE_BACKEND, MPLCONFIGDIR=os.path.join(self.folder, "matplotlib"))
+        env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # debugpy's note on frozen modules, as it imports
         package_root = str(Path(__file__).resolve().parent.parent)
         self.process = subprocess.Popen(
             self.command(self.folder),
