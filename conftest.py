@@ -66,8 +66,11 @@ def pytest_collection_modifyitems(config, items):
     module and the short ones fill the gaps at the end. (Handing every browser module out first,
     --no-loadscope-reorder, ran four browsers at once and was no faster.)"""
 
+    # By module: a module with a browser test (test_lab.py marks single tests) ranks as one.
+    browser = {item.path for item in items if item.get_closest_marker("browser")}
+
     def rank(item) -> int:
-        if item.get_closest_marker("browser"):
+        if item.path in browser:
             return 0
         return 1 if item.get_closest_marker("integration") else 2
 

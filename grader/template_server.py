@@ -23,11 +23,12 @@ import time
 import traceback
 from pathlib import Path
 
-# Imported once here rather than by every kernel: ipykernel's kernel class with its debugger
-# (debugpy, about 110 modules) and what its shell imports as it starts were half a forked kernel's start-up.
-_LIBRARIES = "torch numpy matplotlib ipykernel.kernelapp ipykernel.ipkernel ipykernel.debugger sqlite3"
+# Imported once here, not by every kernel: the kernel's libraries (a failure stops the template,
+# and kernels start normally), then a head start (ipykernel's debugger, debugpy's 110 modules, and
+# what the shell imports as it starts: half a forked kernel's start-up), skipped where it fails.
+PRELOAD = ("torch", "numpy", "matplotlib", "matplotlib.font_manager", "ipykernel.kernelapp")  # font list: built once
 _SHELL = "IPython.core.completerlib IPython.core.debugger IPython.core.oinspect IPython.extensions.storemagic"
-PRELOAD = (*_LIBRARIES.split(), *_SHELL.split(), "tornado.platform.asyncio")
+HEAD_START = ("ipykernel.debugger", "sqlite3", "tornado.platform.asyncio", *_SHELL.split())
 IMPORT_ENV: dict[str, str] = {}  # what those imports put in the template's environment
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 LAUNCHER = "ipykernel_launcher"
@@ -45,14 +46,8 @@ PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 4, 24, 38
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine())
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
-DEVICE_LINKS = {
-    "fd": "/proc/self/fd",
-    "stdin": "/proc/self/fd/0",
-    "stdout": "/proc/self/fd/1",
-    "stderr": "/proc/self/fd/2",
-    "ptmx": "pts/ptmx",
-    "core": "/proc/kcore",
-}
+DEVICE_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1"}
+DEVICE_LINKS.update(stderr="/proc/self/fd/2", ptmx="pts/ptmx", core="/proc/kcore")
 # Parts of /proc a kernel may read but never change (what bwrap makes read-only here).
 PROC_READ_ONLY = ("irq", "bus")
 RLIMITS = {
@@ -236,6 +231,9 @@ def _start_kernel(request: dict, ready: int) -> None:
         os.environ.update(request["env"])
         for name, value in IMPORT_ENV.items():  # as those imports would have set it in the kernel
             os.environ.setdefault(name, value)
+        schema_log = sys.modules.get("_pydevd_bundle._debug_adapter.pydevd_schema_log")
+        if schema_log:  # debugpy's note of its pid: the kernel's, not the template's host pid
+            vars(schema_log).update(_pid=os.getpid(), _pid_msg=f"{os.getpid()}: ")
         time.tzset()
         tempfile.tempdir = None
         import random
@@ -448,13 +446,13 @@ def serve(folder: str) -> None:
     parent = os.getppid()
     before = dict(os.environ)
     for name in PRELOAD:
+        __import__(name)
+    for name in HEAD_START:
         try:
             __import__(name)
-        except ImportError:  # only a head start: a kernel imports what its versions need itself
+        except ImportError:  # a kernel imports what its versions need itself
             pass
     IMPORT_ENV.update((k, v) for k, v in os.environ.items() if before.get(k) != v)  # debugpy sets one
-    import matplotlib  # noqa: F401  (the font list, built once per template)
-    import matplotlib.font_manager  # noqa: F401
 
     base = os.path.join(folder, "root")
     os.makedirs(base, exist_ok=True)

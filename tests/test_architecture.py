@@ -236,8 +236,8 @@ def test_the_markers_are_registered():
 
 
 def test_every_test_module_sets_pytestmark_with_registered_markers_only():
-    """`pytest -m unit` (or integration, browser, sandbox, gpu) picks whole modules: each one
-    says at module level which of the registered markers fit it."""
+    """`pytest -m unit` (or integration, browser, sandbox, gpu) picks by these marks: each module
+    says at module level which of the registered markers fit it (a single test may add one)."""
     registered = registered_markers()
     problems = []
     for path in sorted(TESTS.glob("test_*.py")):

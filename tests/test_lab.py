@@ -38,12 +38,12 @@ def lab(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def page(lab):
-    from playwright.sync_api import sync_playwright
-
     if not os.access(browser_steps.CHROMIUM, os.X_OK):
         pytest.skip(
             f"{browser_steps.CHROMIUM} is absent: install Debian's chromium (apt-get install chromium; .ci/run does)"
         )
+    from playwright.sync_api import sync_playwright
+
     # Only this module's own screenshots (test_browser_handin.py writes handin_*.png).
     SHOTS.mkdir(exist_ok=True)
     for old in SHOTS.glob("0*.png"):
@@ -124,6 +124,12 @@ def test_a_students_jupyterlab_kernel_is_plain_ipykernel_not_a_template_fork(lab
         except psutil.Error:  # ended meanwhile, or a zombie (the server's short helpers: npm, yarn)
             continue
     assert not any("grader.template" in line for line in below), below
+    stop = urllib.request.Request(
+        f"http://127.0.0.1:{lab}/api/kernels/{kernel['id']}",
+        method="DELETE",
+        headers={"Authorization": f"token {labserver.TOKEN}"},
+    )
+    urllib.request.urlopen(stop, timeout=60).close()  # the browser checks start their own
 
 
 # The prompts of every code cell in the open notebook show an execution count.

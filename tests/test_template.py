@@ -55,6 +55,8 @@ print('ENV', sorted(os.environ))
 print('ENVIRON', sorted(k.split(b'=')[0] for k in open('/proc/self/environ', 'rb').read().split(b'\\0') if k))
 print('ALLOC', len(bytearray(500_000_000)))
 print('THREADS', __import__('torch').get_num_threads())
+# What a library imported in the template keeps of it: debugpy notes its process's pid.
+print('DEBUGPY', getattr(__import__('sys').modules.get('_pydevd_bundle._debug_adapter.pydevd_schema_log'), '_pid', None) == os.getpid())
 """
 
 # Everything a student can try against the next one on the same worker.
@@ -208,7 +210,20 @@ def test_a_forked_kernel_sees_exactly_the_sandbox_a_normal_one_sees(graded):
     assert f"LIMITS [({memory}, {memory}), " in forked, forked
     # torch's CPU threads: one per grading kernel (sandbox.KERNEL_THREADS), forked or not.
     assert f"THREADS {sandbox.KERNEL_THREADS}" in forked, forked
-    for key in ("IDS", "CAPS", "LIMITS", "MOUNTS", "HOST", "PIDS", "TMP", "HERE", "ENV ", "ALLOC", "THREADS"):
+    for key in (
+        "IDS",
+        "CAPS",
+        "LIMITS",
+        "MOUNTS",
+        "HOST",
+        "PIDS",
+        "TMP",
+        "HERE",
+        "ENV ",
+        "ALLOC",
+        "THREADS",
+        "DEBUGPY",
+    ):
         line = lambda text, key=key: next(l for l in text.splitlines() if l.startswith(key))  # noqa: E731
         assert line(forked) == line(normal), key
     environ = next(l for l in forked.splitlines() if l.startswith("ENVIRON"))
@@ -299,12 +314,15 @@ def test_a_keeper_waits_idle_for_a_sandbox_that_is_slow_to_die(tmp_path):
     async def started():
         km, kc = await sandboxed_kernels.start(str(tmp_path))
         kc.stop_channels()
-        return km.provisioner.process
+        return km
 
-    process = asyncio.run(started())
+    km = asyncio.run(started())
+    process = km.provisioner.process
+    assert isinstance(process, template.ForkedKernel), "the kernel was not forked from the template"
     keeper = psutil.Process(psutil.Process(process.init).ppid())
-    assert ptrace(seize, process.pid, None, None) == 0, os.strerror(ctypes.get_errno())
+    traced = ptrace(seize, process.pid, None, None) == 0
     try:
+        assert traced, f"ptrace: {os.strerror(ctypes.get_errno())} (the test needs root, as make test runs)"
         process.close()  # the client is gone: the keeper kills the sandbox
         kernel = psutil.Process(process.pid)
         deadline = time.monotonic() + 10
@@ -317,7 +335,9 @@ def test_a_keeper_waits_idle_for_a_sandbox_that_is_slow_to_die(tmp_path):
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(process.pid, signal.SIGKILL)  # (dead already, unless the keeper failed)
-        os.waitpid(process.pid, wait_all)  # the tracer's wait lets the init reap its kernel
+        if traced:
+            os.waitpid(process.pid, wait_all)  # the tracer's wait lets the init reap its kernel
+        asyncio.run(km.cleanup_resources())  # its connection file and socket folder
     assert spent < 0.05, f"the keeper used {spent:.2f} CPU-s in 1 s while its sandbox was dying"
     keeper.wait(timeout=10)
 
