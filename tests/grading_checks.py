@@ -1,13 +1,16 @@
 """What the grading tests check around a graded class: a local listener that records whether
 student code reached the network, the processes a hostile submission leaves behind, and the
-kernels a grader failed to stop, and a course whose interpreter is gone. Shared by test_grader.py, test_handin.py and the nbgrader
-path (nbgrader_path_cases.py)."""
+kernels a grader failed to stop, and a course whose interpreter is gone, and what a graded
+notebook printed. Shared by test_grader.py, test_handin.py, the nbgrader path
+(nbgrader_path_cases.py) and the other modules that read graded notebooks."""
 
 import json
 import socket
 import subprocess
 import threading
+from pathlib import Path
 
+import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 
 from grader.template import GRADER_KERNEL
@@ -15,6 +18,17 @@ from grader.template import GRADER_KERNEL
 # Ample for the lesson's cells (imports, the slowest, take ~1.5 s) and for a fork
 # bomb to fail on the process limit on a loaded machine; short for loops.
 CELL_TIMEOUT = 6
+
+
+def autograded(root: Path, student: str, assignment: str) -> nbformat.NotebookNode:
+    """The notebook nbgrader's layout keeps for `student`'s graded `assignment` in course `root`."""
+    return nbformat.read(root / "autograded" / student / assignment / f"{assignment}.ipynb", as_version=4)
+
+
+def printed(root: Path, student: str, assignment: str) -> str:
+    """Everything the code cells of that graded notebook printed (stdout and stderr)."""
+    notebook = autograded(root, student, assignment)
+    return "".join(o.get("text", "") for c in notebook.cells if c.cell_type == "code" for o in c.get("outputs", []))
 
 
 class Listener:

@@ -5,6 +5,7 @@ second pass where the machine has a GPU (the Makefile runs this module again the
 
 from __future__ import annotations
 
+import grading_checks
 import nbformat
 import pytest
 import submissions
@@ -86,9 +87,7 @@ def graded_lesson_7(tmp_path, extra: dict[str, str] | None = None, **options) ->
     }
     row = rows["ana"]
     assert (row.status, row.score) == ("graded", submissions.full_score(lesson)), row.detail
-    graded = nbformat.read(root / "autograded" / row.grader_id / lesson / f"{lesson}.ipynb", as_version=4)
-    printed = "".join(o.get("text", "") for c in graded.cells if c.cell_type == "code" for o in c.get("outputs", []))
-    return rows, printed
+    return rows, grading_checks.printed(root, row.grader_id, lesson)
 
 
 # What the grading kernel must see: the GPU where this process sees one (`make test`'s CUDA pass).

@@ -8,6 +8,7 @@ import os
 import shutil
 
 import grader_cases
+import grading_checks
 import nbformat
 import pytest
 from grading_checks import CELL_TIMEOUT, Listener, lingering, stray_kernels
@@ -85,12 +86,8 @@ def test_every_student_gets_exactly_one_row(graded):
     assert by_id["truncated"]["status"] == "invalid"
 
 
-def _graded(root, student):
-    return nbformat.read(root / "autograded" / student / A / f"{A}.ipynb", as_version=4)
-
-
 def _outputs(root, student):
-    return "".join(o.get("text", "") for c in _graded(root, student).cells if c.cell_type == "code" for o in c.outputs)
+    return grading_checks.printed(root, student, A)
 
 
 def test_student_code_cannot_read_the_solutions_gradebook_or_other_submissions(graded):
@@ -115,7 +112,7 @@ def test_a_memory_hog_is_stopped_by_the_memory_limit_not_the_time_limit(graded):
     """Its case's score and detail alone would also come from a timeout (what a missing memory
     limit gives, since its bytes() are never written): the limit must raise MemoryError."""
     assert "timed out" not in graded["rows"]["memory_hog"].detail
-    nb = _graded(graded["root"], "memory_hog")
+    nb = grading_checks.autograded(graded["root"], "memory_hog", A)
     errors = [o.get("ename", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert "MemoryError" in errors, errors
 

@@ -5,6 +5,7 @@ autogrades (the course's safe engine), generates and releases feedback; the
 students fetch their feedback."""
 
 import grader_cases
+import grading_checks
 import nbformat
 import pytest
 import submissions
@@ -100,8 +101,7 @@ def test_scores_and_reasons_are_the_graders(handed_in):
 
 
 def test_the_hostile_submission_stayed_in_its_sandbox(handed_in):
-    nb = nbformat.read(handed_in["root"] / "autograded" / "mallory" / A / f"{A}.ipynb", as_version=4)
-    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    text = grading_checks.printed(handed_in["root"], "mallory", A)
     assert "BLOCKED" in text and "LEAKED" not in text and "WROTE" not in text and "CONNECTED" not in text
     assert "PLANTED NOT SEEN" in text
     assert handed_in["listener"].received == [] and lingering() == [] and stray_kernels() == []

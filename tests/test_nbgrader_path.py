@@ -15,6 +15,7 @@ costly kinds (deliberate waits on a time limit) one case is drawn per run
 import os
 
 import grader_cases
+import grading_checks
 import nbformat
 import pytest
 import submissions
@@ -57,13 +58,12 @@ def test_nbgrader_autograde_gives_the_graders_rows(cli_graded, kind):
 
 def test_nothing_is_dropped_and_the_reason_is_in_the_notebook_formgrader_shows(cli_graded):
     check_nothing_dropped(cli_graded)
-    nb = nbformat.read(cli_graded["root"] / "autograded" / "truncated" / A / f"{A}.ipynb", as_version=4)
+    nb = grading_checks.autograded(cli_graded["root"], "truncated", A)
     assert nb.cells[0].id == "grader-notes" and "could not be read" in nb.cells[0].source
 
 
 def _outputs(root, student):
-    nb = nbformat.read(root / "autograded" / student / A / f"{A}.ipynb", as_version=4)
-    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    return grading_checks.printed(root, student, A)
 
 
 def test_student_code_is_isolated_on_the_nbgrader_path(cli_graded):

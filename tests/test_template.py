@@ -20,6 +20,7 @@ import threading
 import time
 
 import grader_cases
+import grading_checks
 import nbformat
 import psutil
 import pytest
@@ -103,8 +104,7 @@ def _with_cells(*codes: str):
 
 
 def _outputs(root, student):
-    nb = nbformat.read(root / "autograded" / student / A / f"{A}.ipynb", as_version=4)
-    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    return grading_checks.printed(root, student, A)
 
 
 def lingering():
