@@ -42,7 +42,7 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Float, Int, List, Unicode, default
 
-from . import judges, trusted
+from . import judges, processes, trusted
 from . import sandbox as sandbox_tool
 from .sandbox import SandboxedKernelManager
 from .template import grader_kernel_name
@@ -57,43 +57,6 @@ FORK_GUARD = (
     "lambda *_, _os=__import__('os'), _pid=__import__('os').getpid(): "
     "_os.getpid() == _pid or _os._exit(0))"
 )
-
-
-def _running(process) -> bool:
-    """Whether a process (psutil.Process) still runs: neither gone nor a zombie."""
-
-    try:
-        return process.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-def _descendants(process) -> list:
-    """Every process below `process`, read from /proc/PID/task/*/children: only the kernel's own
-    subtree, where psutil's children() reads the stat file of every process on the machine, after
-    every cell. Falls back to psutil where Linux does not offer those files."""
-    if not os.path.exists(f"/proc/{process.pid}/task/{process.pid}/children"):
-        return process.children(recursive=True)
-    found, todo = [], [process.pid]
-    while todo:
-        pid = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue  # gone meanwhile
-        for task in tasks:
-            try:
-                with open(f"/proc/{pid}/task/{task}/children") as handle:
-                    children = [int(child) for child in handle.read().split()]
-            except OSError:
-                continue
-            todo += children
-            for child in children:
-                try:
-                    found.append(psutil.Process(child))
-                except psutil.Error:
-                    pass
-    return found
 
 
 def error_output(ename: str, evalue: str) -> NotebookNode:
@@ -352,7 +315,7 @@ class GuardedExecute(Execute):
         if kernel is None:
             return
         try:
-            strays = [p for p in _descendants(kernel) if _running(p)]
+            strays = [p for p in processes.descendants(kernel) if processes.running(p)]
         except psutil.Error:
             return
         for stray in strays:
@@ -363,7 +326,7 @@ class GuardedExecute(Execute):
         # Killed is dead enough: a zombie waits for the kernel to reap it, which it may
         # never do (waiting for zombies to vanish cost 2 s in every later cell).
         deadline = time.monotonic() + 2
-        while any(_running(p) for p in strays) and time.monotonic() < deadline:
+        while any(processes.running(p) for p in strays) and time.monotonic() < deadline:
             time.sleep(0.01)
 
     def _use_sandbox(self) -> bool:

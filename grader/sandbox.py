@@ -33,6 +33,8 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, Int, Type, Unicode
 
+from . import processes
+
 # What to do without bubblewrap, the same words on every path; each path then
 # names its own way to grade without isolation.
 INSTALL_ADVICE = (
@@ -395,6 +397,8 @@ class SandboxedKernelManager(AsyncKernelManager):
     uid = Int(-1, help="uid to run as when the grader is root (-1: one claimed for this process)").tag(config=True)
     enabled = Bool(True, help="False runs the kernel unsandboxed (--no-sandbox)").tag(config=True)
 
+    _kernel: tuple[int, psutil.Process] | None = None  # (launched pid, kernel): kernel_process
+
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self._sockets = tempfile.mkdtemp(prefix="grader-kernel-")
@@ -456,23 +460,16 @@ class SandboxedKernelManager(AsyncKernelManager):
     start_kernel = _async_start_kernel
 
     def kernel_process(self):
-        """The kernel's own process (a psutil.Process), or None once it is gone.
-
-        It is the first Python process down from the launched one: in the
-        sandbox, bwrap comes first (its command line names ipykernel too), and
-        copies a student made with os.fork() come later.
-        """
-
+        """The kernel's own process (a psutil.Process), or None once it is gone: the first Python
+        process down from the launched one (in the sandbox bwrap comes first, and copies a student
+        made with os.fork() come later). Found once per launch; the grader asks after every cell."""
         process = getattr(self.provisioner, "process", None)
         if process is None:
             return None
-        try:
-            top = psutil.Process(process.pid)
-            return next(
-                p for p in [top, *top.children(recursive=True)] if os.path.basename(p.cmdline()[0]).startswith("python")
-            )
-        except (psutil.Error, StopIteration, IndexError):
-            return None
+        if self._kernel is None or self._kernel[0] != process.pid or not self._kernel[1].is_running():
+            kernel = processes.first_python(process.pid)
+            self._kernel = (process.pid, kernel) if kernel is not None else None
+        return self._kernel[1] if self._kernel else None
 
     async def _async_interrupt_kernel(self) -> None:
         # A signal to the process group would stop at bwrap (another session

@@ -19,6 +19,7 @@ pytestmark = pytest.mark.unit
 LAYERS = {
     "kernel": {
         "sandbox",
+        "processes",
         "template",
         "template_server",
         "runner",

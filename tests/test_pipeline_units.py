@@ -75,28 +75,77 @@ def test_the_pipeline_uses_the_compiled_check_in_both_places():
         pipeline.CheckMetadata().preprocess(broken(BROKEN["points not a number"]), {})
 
 
-def test_the_processes_below_a_kernel_are_the_ones_psutil_finds():
-    """execute._descendants reads only the subtree; it must find what psutil's full scan finds."""
-    import os
+@pytest.fixture
+def process_tree():
+    """bash, below it a sleep and a second bash with two sleeps; yields the top bash's pid."""
     import subprocess
     import time
 
     import psutil
 
-    from grader import execute
-
     tree = subprocess.Popen(["bash", "-c", "sleep 30 & bash -c 'sleep 30 & sleep 30 & wait' & wait"])
     try:
-        root = psutil.Process(tree.pid)
         deadline = time.monotonic() + 10
-        while len(root.children(recursive=True)) < 4 and time.monotonic() < deadline:
+        while len(psutil.Process(tree.pid).children(recursive=True)) < 4 and time.monotonic() < deadline:
             time.sleep(0.02)
-        expected = {p.pid for p in root.children(recursive=True)}
-        assert len(expected) == 4
-        assert os.path.exists(f"/proc/{tree.pid}/task/{tree.pid}/children"), "the subtree path, not psutil's fallback"
-        assert {p.pid for p in execute._descendants(root)} == expected
+        yield tree.pid
     finally:
         for process in psutil.Process(tree.pid).children(recursive=True):
             process.kill()
         tree.kill()
         tree.wait()
+
+
+def test_the_processes_below_a_kernel_are_the_ones_psutil_finds(process_tree, monkeypatch):
+    """processes.descendants reads only the subtree, never the machine's process table (psutil's
+    children() reads every process's stat file), and finds what psutil's full scan finds."""
+    import os
+
+    import psutil
+
+    from grader import processes
+
+    expected = {p.pid for p in psutil.Process(process_tree).children(recursive=True)}
+    assert len(expected) == 4
+    assert os.path.exists(f"/proc/{process_tree}/task/{process_tree}/children"), "the subtree path, not the fallback"
+    monkeypatch.setattr(psutil.Process, "children", lambda *_, **__: pytest.fail("read the whole process table"))
+    found = processes.descendants(psutil.Process(process_tree))
+    assert {p.pid for p in found} == expected
+    # Parents before their children: the inner bash comes before its two sleeps.
+    inner = next(p for p in found if p.name() == "bash")
+    assert all(found.index(inner) < found.index(p) for p in found if p.ppid() == inner.pid)
+
+
+def test_a_kernels_process_is_found_once_per_launch(monkeypatch):
+    """The grader asks for the kernel's process after every cell: its launched process's subtree
+    is read once per launch, and a kernel that has gone is None."""
+    import shutil
+    import subprocess
+    import sys
+    import time
+    from types import SimpleNamespace
+
+    import psutil
+
+    from grader import processes, sandbox
+
+    # As in the sandbox: the launched process is not Python (bwrap there), the kernel is below it.
+    launched = subprocess.Popen(["bash", "-c", f"{sys.executable} -c 'import time; time.sleep(30)' & wait"])
+    manager = sandbox.SandboxedKernelManager()
+    try:
+        deadline = time.monotonic() + 10
+        while not psutil.Process(launched.pid).children() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        (python,) = psutil.Process(launched.pid).children()
+        manager.provisioner = SimpleNamespace(process=SimpleNamespace(pid=launched.pid))
+        walks, walk = [], processes.descendants
+        monkeypatch.setattr(processes, "descendants", lambda top: walks.append(top.pid) or walk(top))
+        assert [manager.kernel_process().pid for _ in range(3)] == [python.pid] * 3
+        assert walks == [launched.pid], "the subtree is read once, not after every cell"
+        python.kill()
+        python.wait(timeout=10)
+        assert manager.kernel_process() is None
+    finally:
+        launched.kill()
+        launched.wait()
+        shutil.rmtree(manager._sockets, ignore_errors=True)

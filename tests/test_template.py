@@ -58,6 +58,10 @@ print('ALLOC', len(bytearray(500_000_000)))
 print('THREADS', __import__('torch').get_num_threads())
 # What a library imported in the template keeps of it: debugpy notes its process's pid.
 print('DEBUGPY', getattr(__import__('sys').modules.get('_pydevd_bundle._debug_adapter.pydevd_schema_log'), '_pid', None) == os.getpid())
+# torch._dynamo (imported by a first optimizer) names a compile cache after the user: the kernel's.
+torch = __import__('torch')
+torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+print('COMPILE CACHE', __import__('torch._inductor.runtime.cache_dir_utils', fromlist=['_']).cache_dir(), os.getuid())
 """
 
 # Everything a student can try against the next one on the same worker.
@@ -223,6 +227,7 @@ def test_a_forked_kernel_sees_exactly_the_sandbox_a_normal_one_sees(graded):
         "ALLOC",
         "THREADS",
         "DEBUGPY",
+        "COMPILE CACHE",
     ):
         line = lambda text, key=key: next(l for l in text.splitlines() if l.startswith(key))  # noqa: E731
         assert line(forked) == line(normal), key
