@@ -33,19 +33,30 @@ def _ephemeral_start() -> int:
         return 32768  # Linux's default
 
 
+_given: set[int] = set()  # ports this process has handed out: a server may not have bound yet
+
+
 def free_port() -> int:
     """A port nothing listens on now, for a server a test starts next, picked below the
     system's ephemeral range. "Any free port" (bind to port 0: every kernel's ZeroMQ sockets,
     say) draws from that range, so a port taken from it could be taken again by someone else
-    between this pick and the server's own bind (a test once polled a kernel's socket)."""
+    between this pick and the server's own bind (a test once polled a kernel's socket). Each
+    pytest-xdist worker picks from a slice of its own, and never the same port twice: a hub's
+    proxy binds seconds after its pick, and another worker once took the port meanwhile."""
     top = _ephemeral_start()
+    low = max(1024, top - 12000)
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0) % workers
+    size = (top - low) // workers
     for _ in range(200):
-        port = random.randrange(max(1024, top - 12000), top)  # random: the test workers pick apart
+        port = random.randrange(low + worker * size, low + (worker + 1) * size)
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))
             except OSError:
                 continue
+        if port not in _given:
+            _given.add(port)
             return port
     raise RuntimeError(f"no free port below {top}")
 

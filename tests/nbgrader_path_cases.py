@@ -29,7 +29,7 @@ def autograde_cases(tmp_path_factory, kinds) -> dict:
     tmp = tmp_path_factory.mktemp("nbgrader-path")
     root, folder = tmp / "course", tmp / "downloads"
     folder.mkdir()
-    course.temporary_course(root, [A])  # with the course's own nbgrader_config.py
+    course_api = course.temporary_course(root, [A])  # with the course's own nbgrader_config.py
     listener = Listener()
     cases = [
         c
@@ -46,7 +46,7 @@ def autograde_cases(tmp_path_factory, kinds) -> dict:
         shutil.copyfile(submission.source, target / f"{A}.ipynb")
     env = grader_cases.cli_env(**grader_cases.PLANTED)
     try:
-        nbgrader(root, "generate_assignment", A, "--force", env=env)
+        course.generate(course_api, A)  # released (in this process: the autograde run is the CLI's)
         graded = nbgrader(
             root,
             "autograde",

@@ -23,8 +23,7 @@ def test_nbgraders_own_autograde_fails_loudly_with_the_cause_and_keeps_no_score(
     """Formgrader's Autograde button runs nbgrader's autograde with the course's config: the
     same engine, so the same cause, a failed autograde and no score."""
     root = tmp_path / "course"
-    course.temporary_course(root, [A])
-    grader_cases.nbgrader(root, "generate_assignment", A, "--force")  # as the instructor releases it
+    course.generate(course.temporary_course(root, [A]), A)  # as the instructor releases it (the API)
     target = root / "submitted" / "ana" / A
     target.mkdir(parents=True)
     nbformat.write(answered(A), target / f"{A}.ipynb")
@@ -42,8 +41,7 @@ def test_nbgraders_own_autograde_fails_loudly_with_the_cause_and_keeps_no_score(
 def test_nbgraders_own_autograde_grades_the_students_own_crash(tmp_path):
     """Formgrader's Autograde button: nbgrader's autograde with the course's config."""
     root = tmp_path / "course"
-    course.temporary_course(root, [A])
-    grader_cases.nbgrader(root, "generate_assignment", A, "--force")
+    course.generate(course.temporary_course(root, [A]), A)
     for name, code in CRASHES.items():
         (root / "submitted" / name / A).mkdir(parents=True)
         nbformat.write(crash(code), root / "submitted" / name / A / f"{A}.ipynb")

@@ -274,3 +274,16 @@ def test_test_servers_get_ports_below_the_ephemeral_range():
     top = labserver._ephemeral_start()
     ports = {labserver.free_port() for _ in range(20)}
     assert all(1024 <= port < top for port in ports) and len(ports) > 1, (top, ports)
+
+
+def test_test_workers_never_pick_the_same_port(monkeypatch):
+    """Each pytest-xdist worker picks from a slice of its own and never hands a port out twice:
+    a hub's proxy binds seconds after the pick (another worker once took its port meanwhile)."""
+    picks = {}
+    for worker in range(4):
+        monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "4")
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", f"gw{worker}")
+        picks[worker] = [labserver.free_port() for _ in range(30)]
+        assert len(set(picks[worker])) == 30, "a port was handed out twice"
+    for worker in range(3):
+        assert max(picks[worker]) < min(picks[worker + 1]), "two workers' slices overlap"
