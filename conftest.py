@@ -1,5 +1,6 @@
 """Shared test setup, at the root so it also applies to the notebooks nbval collects."""
 
+import collections
 import os
 import sys
 from pathlib import Path
@@ -59,22 +60,28 @@ def pytest_unconfigure(config):
         shared.stop()
 
 
+# The two longest tests (a whole class on a hub, in a browser): handed out first, so that the
+# short units fill the end of the run instead of one worker finishing them alone.
+LONGEST = ("tests/test_hub.py", "tests/test_lti_browser.py")
+
+
 def pytest_collection_modifyitems(config, items):
-    """Browser tests, then the other integration tests, then units and notebooks.
-    pytest-xdist's loadscope hands out the scopes with the most tests first; among scopes of as
-    many tests it keeps this order, so a one-test browser module starts before a one-test unit
-    module and the short ones fill the gaps at the end. (Handing every browser module out first,
-    --no-loadscope-reorder, ran four browsers at once and was no faster.)"""
+    """The order pytest-xdist hands out its units (pytest.ini: --no-loadscope-reorder): the two
+    longest tests, then what loadscope's own order would be (the units with the most tests first),
+    among units of as many tests browser tests, then the other integration tests, then units and
+    notebooks. A unit is what loadscope keeps on one worker: a module, a class or a notebook.
+    (Every browser module first ran four browsers at once and was no faster.)"""
 
     # By module: a module with a browser test (test_lab.py marks single tests) ranks as one.
     browser = {item.path for item in items if item.get_closest_marker("browser")}
+    unit = {id(item): item.nodeid.rsplit("::", 1)[0] for item in items}  # as loadscope splits them
+    size = collections.Counter(unit.values())
 
-    def rank(item) -> int:
-        if item.path in browser:
-            return 0
-        return 1 if item.get_closest_marker("integration") else 2
+    def rank(item) -> tuple:
+        kind = 0 if item.path in browser else 1 if item.get_closest_marker("integration") else 2
+        return (not unit[id(item)].startswith(LONGEST), kind == 2, -size[unit[id(item)]], kind)
 
-    items.sort(key=rank)  # stable: each module's tests stay together and in their order
+    items.sort(key=rank)  # stable: each unit's tests stay together and in their order
 
 
 # A whole, valid lesson 99 in jupytext form: tests break one rule at a time.
