@@ -36,9 +36,12 @@ lab: setup
 hub: setup hub/node_modules/.package-lock.json
 	HUB_PORT=$(HUB_PORT) $(PY) hub/serve.py
 
-# JupyterHub's proxy, exactly as pinned in hub/package-lock.json.
+# JupyterHub's proxy, exactly as pinned in hub/package-lock.json. Under a lock, and only if no
+# other `make hub` installed it meanwhile: the tests start hubs side by side, and two `npm ci`
+# in one folder break each other (and a second would remove the first hub's proxy under it).
 hub/node_modules/.package-lock.json: hub/package.json hub/package-lock.json
-	cd hub && npm ci --no-audit --no-fund --loglevel=error
+	cd hub && flock .npm-install.lock sh -c '[ node_modules/.package-lock.json -nt package-lock.json ] && \
+		[ node_modules/.package-lock.json -nt package.json ] || npm ci --no-audit --no-fund --loglevel=error'
 
 # The system packages the tests need (browser, sandbox, PostgreSQL, Node.js):
 # installed when root or passwordless sudo allows, else a stop with the command.
@@ -52,7 +55,7 @@ system-packages:
 # NVIDIA driver's device files are (WSL's /dev/dxg included). Compiled bytecode is kept even
 # where PYTHONDONTWRITEBYTECODE is set: each of pytest's workers otherwise rewrites every test
 # module again (about 1 s of CPU) and each process compiles the grader again.
-test: setup system-packages lint
+test: setup system-packages lint hub/node_modules/.package-lock.json
 	PYTHONDONTWRITEBYTECODE= CUDA_VISIBLE_DEVICES= $(PY) -m pytest
 	@if { [ -e /dev/nvidiactl ] || [ -e /dev/dxg ]; } && $(PY) -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then \
 		echo "nbval and GPU grading again, on CUDA"; $(PY) -m pytest -o testpaths="course solutions" && \
