@@ -73,8 +73,9 @@ from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 from jupyter_client.provisioning import LocalProvisioner
 from traitlets import Bool, Float
 
+from .linux import can_sandbox
 from .sandbox import clean_environment, gpu_devices, is_private_folder
-from .template_server import INLINE_BACKEND, LAUNCHER, SYS_PIVOT_ROOT, same_user, serve
+from .template_server import INLINE_BACKEND, LAUNCHER, same_user, serve
 
 PROVISIONER_NAME = "course-kernel-template"
 # Set to "off" (or 0/false/no) to start every kernel normally, e.g. to compare (make bench).
@@ -319,11 +320,6 @@ def shared_folder() -> str | None:
 
 def enabled_by_environment() -> bool:
     return os.environ.get(SWITCH, "on").strip().lower() not in ("0", "off", "false", "no")
-
-
-def can_sandbox() -> bool:
-    """Whether a template can build a sandboxed kernel's namespaces here (root on x86_64 or aarch64)."""
-    return os.geteuid() == 0 and SYS_PIVOT_ROOT is not None
 
 
 def kernels_would_fork(sandboxed: bool, kernel_name: str = "course-grader") -> bool:

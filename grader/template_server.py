@@ -6,7 +6,6 @@ student's uid) and reports the kernel's exit. It never runs student code itself.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import logging
 import os
@@ -23,13 +22,16 @@ import time
 import traceback
 from pathlib import Path
 
+from . import linux
+
 # Imported once here, not by every kernel: the kernel's libraries (a failure stops the template,
 # and kernels start normally), then a head start (ipykernel's debugger, debugpy's 110 modules, and
-# what the shell imports as it starts: half a forked kernel's start-up; torch._dynamo, which a
-# kernel's first torch.optim optimizer imports: 0.8 s of CPU), skipped where it fails.
+# what the shell imports as it starts: half a forked kernel's start-up; later torch._dynamo, which
+# a kernel's first torch.optim optimizer imports: 0.8 s of CPU), skipped where it fails.
 PRELOAD = ("torch", "numpy", "matplotlib", "matplotlib.font_manager", "ipykernel.kernelapp")  # font list: built once
 _SHELL = "IPython.core.completerlib IPython.core.debugger IPython.core.oinspect IPython.extensions.storemagic"
-HEAD_START = ("ipykernel.debugger", "sqlite3", "tornado.platform.asyncio", "torch._dynamo", *_SHELL.split())
+HEAD_START = ("ipykernel.debugger", "sqlite3", "tornado.platform.asyncio", *_SHELL.split())
+LATE_START = ("torch._dynamo",)  # after the first fork (serve): for the kernels after the first
 IMPORT_ENV: dict[str, str] = {}  # what those imports put in the template's environment
 # torch._dynamo notes (and makes) a compile cache folder named after the user who imports it: the
 # template's own folder here, left out of IMPORT_ENV; a kernel names its own, as a normal one does.
@@ -38,17 +40,7 @@ INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 LAUNCHER = "ipykernel_launcher"
 log = logging.getLogger("grader.template")
 
-# -- Linux interfaces Python 3.11 does not wrap ----------------------------------------
-CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS = 0x00020000, 0x02000000, 0x04000000
-CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x08000000, 0x20000000, 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-MOUNT_FLAGS = {"ro": MS_RDONLY, "nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC}
-MOUNT_FLAGS.update(noatime=1024, nodiratime=2048, relatime=1 << 21)
-MNT_DETACH = 2
-PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 4, 24, 38
-SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine())
-SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+# -- what the sandbox is built from -------------------------------------------------------------
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 DEVICE_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1"}
 DEVICE_LINKS.update(stderr="/proc/self/fd/2", ptmx="pts/ptmx", core="/proc/kcore")
@@ -56,35 +48,6 @@ DEVICE_LINKS.update(stderr="/proc/self/fd/2", ptmx="pts/ptmx", core="/proc/kcore
 PROC_READ_ONLY = ("irq", "bus")
 RLIMITS = {"data": resource.RLIMIT_DATA, "nproc": resource.RLIMIT_NPROC, "fsize": resource.RLIMIT_FSIZE}
 RLIMITS.update(nofile=resource.RLIMIT_NOFILE, core=resource.RLIMIT_CORE)
-
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _check(result: int, what: str) -> None:
-    if result != 0:
-        errno = ctypes.get_errno()
-        raise OSError(errno, f"{what}: {os.strerror(errno)}")
-
-
-def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    enc = lambda s: None if s is None else s.encode()  # noqa: E731
-    _check(
-        _libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
-        f"mount {source} on {target}",
-    )
-
-
-def _unshare(flags: int) -> None:
-    _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
-
-
-def _prctl(option: int, value: int) -> None:
-    _check(
-        _libc.prctl(
-            ctypes.c_int(option), ctypes.c_ulong(value), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)
-        ),
-        f"prctl {option}",
-    )
 
 
 # -- the sandbox, built by hand from sandbox.layout ----------------------------------------------
@@ -97,7 +60,7 @@ def _mount_flags(target: str) -> dict[str, int]:
             fields = line.split()
             point = fields[4].replace("\\040", " ")
             if point == target or point.startswith(target.rstrip("/") + "/"):
-                found[point] = sum(MOUNT_FLAGS.get(option, 0) for option in fields[5].split(","))
+                found[point] = sum(linux.MOUNT_FLAGS.get(option, 0) for option in fields[5].split(","))
     return found
 
 
@@ -107,32 +70,34 @@ def _bind(source: str, target: str, read_only: bool) -> None:
     else:
         os.makedirs(os.path.dirname(target), exist_ok=True)
         open(target, "a").close()
-    _mount(source, target, None, MS_BIND | MS_REC)
-    extra = MS_NOSUID | MS_NODEV | (MS_RDONLY if read_only else 0)
+    linux.mount(source, target, None, linux.MS_BIND | linux.MS_REC)
+    extra = linux.MS_NOSUID | linux.MS_NODEV | (linux.MS_RDONLY if read_only else 0)
     for point, flags in _mount_flags(target).items():
-        _mount(None, point, None, MS_BIND | MS_REMOUNT | flags | extra)
+        linux.mount(None, point, None, linux.MS_BIND | linux.MS_REMOUNT | flags | extra)
 
 
 def _make_dev(target: str) -> None:
     os.makedirs(target, exist_ok=True)
-    _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+    linux.mount("tmpfs", target, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=0755")
     for name in DEVICES:
         if os.path.exists(f"/oldroot/dev/{name}"):
             open(f"{target}/{name}", "a").close()
-            _mount(f"/oldroot/dev/{name}", f"{target}/{name}", None, MS_BIND | MS_NOSUID)
+            linux.mount(f"/oldroot/dev/{name}", f"{target}/{name}", None, linux.MS_BIND | linux.MS_NOSUID)
     for name, points_to in DEVICE_LINKS.items():
         os.symlink(points_to, f"{target}/{name}")
     for name in ("shm", "pts"):
         os.mkdir(f"{target}/{name}", 0o755)
     try:
-        _mount("devpts", f"{target}/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620")
+        linux.mount(
+            "devpts", f"{target}/pts", "devpts", linux.MS_NOSUID | linux.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620"
+        )
     except OSError:
         pass  # no pseudo-terminals: nothing a notebook needs
 
 
 def _make_proc(target: str) -> None:
     os.makedirs(target, exist_ok=True)
-    _mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    linux.mount("proc", target, "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC)
     for name in PROC_READ_ONLY:
         path = f"{target}/{name}"
         if os.path.exists(path):
@@ -144,14 +109,14 @@ def _make_proc(target: str) -> None:
 
 def _build_root(spec: dict, base: str) -> None:
     """In fresh mount namespace, make `spec["layout"]` the whole filesystem (runs as pid 1, root)."""
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    _mount("tmpfs", base, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+    linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
+    linux.mount("tmpfs", base, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=0755")
     os.mkdir(f"{base}/newroot", 0o755)
-    _mount(f"{base}/newroot", f"{base}/newroot", None, MS_BIND | MS_REC)
+    linux.mount(f"{base}/newroot", f"{base}/newroot", None, linux.MS_BIND | linux.MS_REC)
     os.mkdir(f"{base}/oldroot", 0o755)
-    if SYS_PIVOT_ROOT is None:
+    if linux.SYS_PIVOT_ROOT is None:
         raise OSError(f"no pivot_root number known for {platform.machine()}")
-    _check(_libc.syscall(SYS_PIVOT_ROOT, base.encode(), f"{base}/oldroot".encode()), "pivot_root")
+    linux.check(linux.libc.syscall(linux.SYS_PIVOT_ROOT, base.encode(), f"{base}/oldroot".encode()), "pivot_root")
     os.chdir("/")
     for step in spec["layout"]:
         kind = step[0]
@@ -162,7 +127,7 @@ def _build_root(spec: dict, base: str) -> None:
             _make_proc(new)
         elif kind == "tmpfs":
             os.makedirs(new, exist_ok=True)
-            _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, f"mode={step[2]:04o}")
+            linux.mount("tmpfs", new, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, f"mode={step[2]:04o}")
         elif kind == "dir":
             os.makedirs(new, exist_ok=True)
             os.chmod(new, step[2])
@@ -172,10 +137,10 @@ def _build_root(spec: dict, base: str) -> None:
             _bind("/oldroot" + step[1], new, read_only=kind == "ro-bind")
         else:
             raise ValueError(f"unknown sandbox step {step!r}")
-    _check(_libc.umount2(b"/oldroot", MNT_DETACH), "umount oldroot")
+    linux.check(linux.libc.umount2(b"/oldroot", linux.MNT_DETACH), "umount oldroot")
     os.chdir("/newroot")
-    _check(_libc.syscall(SYS_PIVOT_ROOT, b".", b"."), "pivot_root")
-    _check(_libc.umount2(b".", MNT_DETACH), "umount old root")
+    linux.check(linux.libc.syscall(linux.SYS_PIVOT_ROOT, b".", b"."), "pivot_root")
+    linux.check(linux.libc.umount2(b".", linux.MNT_DETACH), "umount old root")
     os.chdir("/")
 
 
@@ -184,25 +149,25 @@ def _loopback_up() -> None:
     import struct
 
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        flags = struct.unpack("16sH", fcntl.ioctl(sock, SIOCGIFFLAGS, struct.pack("16sH", b"lo", 0)))[1]
-        fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH", b"lo", flags | IFF_UP))
+        flags = struct.unpack("16sH", fcntl.ioctl(sock, linux.SIOCGIFFLAGS, struct.pack("16sH", b"lo", 0)))[1]
+        fcntl.ioctl(sock, linux.SIOCSIFFLAGS, struct.pack("16sH", b"lo", flags | linux.IFF_UP))
 
 
 def _become_student(spec: dict) -> None:
     """Limits, then no capabilities and no way back, then the job's own uid (as setpriv and prlimit do)."""
     for name, value in spec["limits"].items():
         resource.setrlimit(RLIMITS[name], (value, value))
-    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
     last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
     for cap in range(last + 1):
-        _prctl(PR_CAPBSET_DROP, cap)
+        linux.prctl(linux.PR_CAPBSET_DROP, cap)
     uid = spec["uid"]
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
     # A fresh process started as this user is dumpable (its /proc/self is its own);
     # changing uid without exec clears the flag: set it as exec would.
-    _prctl(PR_SET_DUMPABLE, 1)
+    linux.prctl(linux.PR_SET_DUMPABLE, 1)
 
 
 # -- one kernel ------------------------------------------------------------------------------
@@ -295,10 +260,10 @@ def _sandboxed_init(request: dict, base: str, ready: int) -> None:
     spec = request["sandbox"]
     code = 70
     try:
-        flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
-        _unshare(flags)
+        flags = linux.CLONE_NEWNS | linux.CLONE_NEWNET | linux.CLONE_NEWIPC | linux.CLONE_NEWUTS
+        linux.unshare(flags)
         try:
-            _unshare(CLONE_NEWCGROUP)
+            linux.unshare(linux.CLONE_NEWCGROUP)
         except OSError:
             pass
         _build_root(spec, base)
@@ -376,7 +341,7 @@ def _keeper(conn: socket.socket, request: dict, fds: list[int], base: str) -> No
                 os.close(fd)
         sandbox = request.get("sandbox")
         if sandbox:
-            _unshare(CLONE_NEWPID)
+            linux.unshare(linux.CLONE_NEWPID)
         read_end, ready = os.pipe()
         child = os.fork()
         if child == 0:
@@ -439,23 +404,30 @@ def same_user(conn: socket.socket) -> None:
         raise ConnectionRefusedError(f"the template's socket is served by uid {uid}")
 
 
+def _import(names: tuple[str, ...], folder: str, required: bool) -> None:
+    """Import `names` once for every kernel (a failure skipped unless `required`: a kernel imports
+    what its versions need itself), noting what they put in the environment in IMPORT_ENV."""
+    before = dict(os.environ)
+    os.environ.setdefault(INDUCTOR_CACHE, os.path.join(folder, "inductor"))
+    try:
+        for name in names:
+            try:
+                __import__(name)
+            except ImportError:
+                if required:
+                    raise
+    finally:
+        if INDUCTOR_CACHE not in before:
+            os.environ.pop(INDUCTOR_CACHE, None)
+    IMPORT_ENV.update((k, v) for k, v in os.environ.items() if before.get(k) != v)  # debugpy sets one
+
+
 # -- the template process -----------------------------------------------------------------------------
 def serve(folder: str) -> None:
     """The template: import once, then fork a keeper and kernel per request on `folder`/socket."""
     parent = os.getppid()
-    before = dict(os.environ)
-    for name in PRELOAD:
-        __import__(name)
-    os.environ.setdefault(INDUCTOR_CACHE, os.path.join(folder, "inductor"))
-    for name in HEAD_START:
-        try:
-            __import__(name)
-        except ImportError:  # a kernel imports what its versions need itself
-            pass
-    if INDUCTOR_CACHE not in before:
-        del os.environ[INDUCTOR_CACHE]
-    IMPORT_ENV.update((k, v) for k, v in os.environ.items() if before.get(k) != v)  # debugpy sets one
-
+    _import(PRELOAD, folder, required=True)
+    _import(HEAD_START, folder, required=False)
     base = os.path.join(folder, "root")
     os.makedirs(base, exist_ok=True)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # keepers are reaped by the kernel
@@ -469,6 +441,7 @@ def serve(folder: str) -> None:
     for fd in (1, 2):
         os.dup2(quiet, fd)
     os.close(quiet)
+    late: tuple[str, ...] = LATE_START
     try:
         while os.getppid() == parent:  # ends with its client
             if not select.select([listener], [], [], 1.0)[0]:
@@ -494,5 +467,8 @@ def serve(folder: str) -> None:
             conn.close()
             for fd in fds:
                 os.close(fd)
+            if late:  # once a first kernel is on its way: a template that forks one never pays
+                _import(late, folder, required=False)
+                late = ()
     finally:
         shutil.rmtree(folder, ignore_errors=True)

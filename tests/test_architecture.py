@@ -20,6 +20,7 @@ LAYERS = {
     "kernel": {
         "sandbox",
         "processes",
+        "linux",
         "template",
         "template_server",
         "runner",
