@@ -39,7 +39,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import SaveAutoGrades
 
 from . import course, parallel, pipeline, settings
-from .sandbox import claim_uid
+from .uids import claim_uid
 
 RETRIES = 2
 

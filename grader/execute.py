@@ -46,6 +46,7 @@ from . import judges, processes, trusted
 from . import sandbox as sandbox_tool
 from .sandbox import SandboxedKernelManager
 from .template import grader_kernel_name
+from .uids import SCRATCH_PREFIX
 
 # A plain os.fork() in a cell copies the whole kernel, sockets included: the
 # copies would answer the grader's requests too and make grades random. Any copy
@@ -362,7 +363,7 @@ class GuardedExecute(Execute):
             return nb, resources
         use_sandbox = self._use_sandbox()
         path = (resources or {}).get("metadata", {}).get("path") or os.getcwd()
-        scratch = tempfile.mkdtemp(prefix="grader-scratch-")
+        scratch = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
         for name in os.listdir(path):
             source = os.path.join(path, name)
             if os.path.isfile(source) and not name.endswith(".ipynb"):

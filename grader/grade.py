@@ -30,7 +30,6 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
 
 from . import cluster, collect, course, parallel, pipeline, template
-from .sandbox import claim_uid
 from .settings import (  # noqa: F401 (re-exported: the grading run's options and set-up)
     Options,
     configure_execution,
@@ -38,6 +37,7 @@ from .settings import (  # noqa: F401 (re-exported: the grading run's options an
     failure_cause,
     quiet_nbgrader,
 )
+from .uids import claim_uid
 
 
 @dataclass

@@ -16,11 +16,9 @@ cannot be reached over TCP, so kernels talk to the grader over unix sockets
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -34,6 +32,7 @@ from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, Int, Type, Unicode
 
 from . import processes
+from .uids import SOCKETS_PREFIX, claim_uid
 
 # What to do without bubblewrap, the same words on every path; each path then
 # names its own way to grade without isolation.
@@ -49,13 +48,7 @@ TRUSTED_HINT = (
     "use_safe_autograde(c, trusted=True) in nbgrader_config.py."
 )
 SYSTEM_FOLDERS = ("/usr", "/etc", "/opt/conda")
-FIRST_UID = 64000
 HOSTNAME = "grader"
-# Each grading process (a grader or Dask worker, nbgrader autograde, Formgrader's
-# server) claims a uid of its own from here (claim_uid).
-CLAIMED_UIDS = range(FIRST_UID + 1000, FIRST_UID + 2000)
-_claimed: dict = {}
-ROOT_LOCKS = "/run/course-grader"  # root's lock folder (lock_folder)
 # The only variables a student's kernel gets from the grader's environment
 # (everything else, tokens and database passwords included, stays out).
 # CUDA_VISIBLE_DEVICES: a GPU worker's kernel sees exactly the GPUs given to its worker.
@@ -81,68 +74,6 @@ def clean_environment(scratch: str) -> dict[str, str]:
     env.update(HOME=scratch, USER="student", LOGNAME="student", TMPDIR="/tmp", PYTHONNOUSERSITE="1")
     env["MPLCONFIGDIR"] = os.path.join(scratch, ".matplotlib")
     return env
-
-
-def lock_folder() -> str:
-    """The folder where this machine's grading processes hold their slots: one only the grading
-    user can write (root: /run/course-grader; others: their runtime or cache folder). Never the
-    shared /tmp, where another user could make the lock files first (grading would wait forever)
-    or make them symlinks (a write redirected)."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    candidates = [ROOT_LOCKS] if os.geteuid() == 0 else []
-    candidates.append(os.path.join(runtime, "course-grader") if runtime else "")
-    candidates.append(os.path.join(Path.home(), ".cache", "course-grader"))
-    for folder in filter(None, candidates):
-        try:
-            os.makedirs(folder, mode=0o700, exist_ok=True)
-        except OSError:
-            continue
-        if not is_private_folder(folder):
-            raise RuntimeError(
-                f"{folder} holds the grader's locks and must be a folder of this user's that no one else "
-                "can write (mode 0700, not a symlink): remove it, or fix its owner and mode"
-            )
-        return folder
-    raise RuntimeError(f"none of {', '.join(filter(None, candidates))} can be made: the grader needs one for its locks")
-
-
-def is_private_folder(path: str) -> bool:
-    """A folder (not a symlink) of this user's that no one else can enter or write (mode 0700)."""
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o077
-
-
-def hold_slot(kind: str, count: int) -> int:
-    """The first of `count` numbered slots of `kind` that no other live process on this machine
-    holds; this process holds it until it ends (a lock file per slot, in lock_folder())."""
-    if kind not in _claimed:
-        folder = lock_folder()
-        for slot in range(count):
-            descriptor = os.open(
-                os.path.join(folder, f"{kind}-{slot}.lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600
-            )
-            try:
-                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(descriptor)
-                continue
-            os.set_inheritable(descriptor, False)
-            _claimed[kind] = (slot, descriptor)
-            break
-        else:
-            raise RuntimeError(f"more than {count} grading processes on this machine hold a {kind}")
-    return _claimed[kind][0]
-
-
-def claim_uid() -> int:
-    """A sandbox uid that no other live grading process on this machine uses, held until this
-    process ends. Process limits count every process of a uid, so two sandboxes sharing one (a
-    CLI autograde beside Formgrader's, say) would share one quota: a fork bomb in one would stop
-    kernels from starting in the other."""
-    return CLAIMED_UIDS[hold_slot("uid", len(CLAIMED_UIDS))]
 
 
 def available() -> bool:
@@ -401,7 +332,7 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self._sockets = tempfile.mkdtemp(prefix="grader-kernel-")
+        self._sockets = tempfile.mkdtemp(prefix=SOCKETS_PREFIX)
         os.chmod(self._sockets, 0o700)
         self.transport = "ipc"
         self.ip = os.path.join(self._sockets, "kernel")

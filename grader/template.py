@@ -74,8 +74,9 @@ from jupyter_client.provisioning import LocalProvisioner
 from traitlets import Bool, Float
 
 from .linux import can_sandbox
-from .sandbox import clean_environment, gpu_devices, is_private_folder
+from .sandbox import clean_environment, gpu_devices
 from .template_server import INLINE_BACKEND, LAUNCHER, same_user, serve
+from .uids import is_private_folder
 
 PROVISIONER_NAME = "course-kernel-template"
 # Set to "off" (or 0/false/no) to start every kernel normally, e.g. to compare (make bench).

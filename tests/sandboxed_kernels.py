@@ -4,7 +4,7 @@ can start one too (a client that dies without stopping its kernel)."""
 
 from traitlets.config import Config
 
-from grader import sandbox, template
+from grader import template, uids
 from grader.sandbox import SandboxedKernelManager
 
 
@@ -13,7 +13,7 @@ async def start(scratch):
     under the first sandbox uid with `scratch` as its folder, and its client, ready."""
     config = Config()
     config.SandboxedKernelManager.scratch = scratch
-    config.SandboxedKernelManager.uid = sandbox.FIRST_UID
+    config.SandboxedKernelManager.uid = uids.FIRST_UID
     km = SandboxedKernelManager(kernel_name=template.GRADER_KERNEL, config=config)
     await km.start_kernel()
     kc = km.client()

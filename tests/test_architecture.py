@@ -19,6 +19,7 @@ pytestmark = pytest.mark.unit
 LAYERS = {
     "kernel": {
         "sandbox",
+        "uids",
         "processes",
         "linux",
         "template",

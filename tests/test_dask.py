@@ -18,7 +18,7 @@ import pytest
 import submissions
 from dask_processes import dask_cluster, grade_rows
 
-from grader import sandbox
+from grader import uids
 from grader.cluster import ClusterUnusable
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
@@ -81,7 +81,7 @@ def _sandboxed(process: psutil.Process) -> list[psutil.Process]:
     found = []
     for child in process.children(recursive=True):
         try:
-            if child.uids().real >= sandbox.FIRST_UID:
+            if child.uids().real >= uids.FIRST_UID:
                 found.append(child)
         except psutil.Error:
             continue

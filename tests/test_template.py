@@ -11,6 +11,7 @@ import contextlib
 import ctypes
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -30,7 +31,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.provisioning import KernelProvisionerFactory
 
 from conftest import ROOT
-from grader import export, grade, sandbox, template
+from grader import export, grade, sandbox, template, uids
 from tools import course
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
@@ -274,7 +275,7 @@ def test_without_a_template_kernels_start_normally_with_a_note(monkeypatch, capl
         with tempfile.TemporaryDirectory() as scratch:
             km, kc = await sandboxed_kernels.start(scratch)
             assert isinstance(km.provisioner.process, subprocess.Popen), "the normal start, in bwrap"
-            assert (await sandboxed_kernels.run(kc, "import os; print(os.getuid())")).strip() == str(sandbox.FIRST_UID)
+            assert (await sandboxed_kernels.run(kc, "import os; print(os.getuid())")).strip() == str(uids.FIRST_UID)
             await sandboxed_kernels.stop(km, kc)
 
     with caplog.at_level(logging.WARNING):
@@ -290,12 +291,14 @@ def test_a_kernel_exits_with_its_client():
         "import asyncio, os, sys, tempfile\n"
         "sys.path.insert(0, 'tests')\n"
         "from sandboxed_kernels import start\n"
-        "km, kc = asyncio.run(start(tempfile.mkdtemp()))\n"
-        "print(km.provisioner.process.init, flush=True)\n"
+        "scratch = tempfile.mkdtemp()\n"
+        "km, kc = asyncio.run(start(scratch))\n"
+        "print(scratch, os.path.dirname(km.connection_file), km.provisioner.process.init, flush=True)\n"
         "os._exit(0)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
-    init = int(done.stdout.split()[-1])
+    *folders, pid = done.stdout.split()[-3:]
+    init = int(pid)
     for _ in range(100):
         try:
             os.kill(init, 0)
@@ -305,6 +308,8 @@ def test_a_kernel_exits_with_its_client():
     else:
         os.kill(init, signal.SIGKILL)
         pytest.fail("the kernel outlived its client")
+    for folder in folders:  # what the dead client left (no later claim of a uid removes it: FIRST_UID is none)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_a_keeper_waits_idle_for_a_sandbox_that_is_slow_to_die(tmp_path):

@@ -36,8 +36,9 @@ from jupyter_client.manager import AsyncKernelManager
 from nbgrader.api import Gradebook
 from traitlets.config import Config
 
-from grader.sandbox import FIRST_UID, SandboxedKernelManager
+from grader.sandbox import SandboxedKernelManager
 from grader.template import GRADER_KERNEL
+from grader.uids import FIRST_UID
 from tools import cells, course
 
 ROOT = Path(__file__).resolve().parent.parent
