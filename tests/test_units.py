@@ -233,6 +233,68 @@ def test_new_gradebooks_get_the_schema_head_alembic_names(tmp_path):
     assert stamped == [(heads.split()[0],)]
 
 
+def test_gradebooks_of_one_database_share_one_engine_and_still_close_their_connections(tmp_path):
+    """course.py hands nbgrader's Gradebooks one SQLAlchemy engine per database (its compiled SQL
+    is kept); what one Gradebook writes the next reads, and closing one leaves no connection open."""
+    from nbgrader.api import Gradebook
+
+    from grader import course  # noqa: F401 (importing it is what every grading path does)
+
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(url) as first:
+        first.add_student("ann")
+        engine = first.engine
+    assert engine.pool.checkedout() == 0
+    with Gradebook(url) as second:
+        assert second.engine is engine, "each Gradebook made a new engine and compiled every query again"
+        assert [student.id for student in second.students] == ["ann"]
+
+
+def test_gradebooks_in_threads_share_an_engine_safely(tmp_path):
+    """Formgrader's server can open Gradebooks in more than one thread: one closing (a new pool)
+    while another works on its connection costs neither anything."""
+    import threading
+
+    from nbgrader.api import Gradebook
+
+    from grader import course  # noqa: F401
+
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    Gradebook(url).close()
+    errors: list[BaseException] = []
+
+    def work(thread: int) -> None:
+        try:
+            for turn in range(8):
+                with Gradebook(url) as gradebook:
+                    gradebook.add_student(f"s{thread}-{turn}")
+                    gradebook.find_student(f"s{thread}-{turn}")
+        except BaseException as error:  # reported below, with the thread's own traceback lost
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(number,)) for number in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    with Gradebook(url) as gradebook:
+        assert len(gradebook.students) == 32
+
+
+def test_each_open_in_memory_gradebook_is_a_database_of_its_own():
+    """An in-memory SQLite database lives in its connections: two open Gradebooks on `sqlite://`
+    are two databases, as with nbgrader alone, never one shared engine's."""
+    from nbgrader.api import Gradebook
+
+    from grader import course  # noqa: F401
+
+    with Gradebook("sqlite://") as first, Gradebook("sqlite://") as second:
+        first.add_student("ann")
+        assert second.engine is not first.engine
+        assert second.students == []
+
+
 class _Channel:
     """A client channel that hands out the given messages, then raises Empty (nothing came)."""
 
