@@ -119,7 +119,6 @@ def test_the_processes_below_a_kernel_are_the_ones_psutil_finds(process_tree, mo
 def test_a_kernels_process_is_found_once_per_launch(monkeypatch):
     """The grader asks for the kernel's process after every cell: its launched process's subtree
     is read once per launch, and a kernel that has gone is None."""
-    import os
     import shutil
     import subprocess
     import sys
@@ -137,10 +136,7 @@ def test_a_kernels_process_is_found_once_per_launch(monkeypatch):
         # Until bash's child has become Python (right after the fork it is still bash): a kernel
         # the grader asks about has answered it, so it is long past that.
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            children = psutil.Process(launched.pid).children()
-            if children and os.path.basename(children[0].cmdline()[0]).startswith("python"):
-                break
+        while processes.first_python(launched.pid) is None and time.monotonic() < deadline:
             time.sleep(0.02)
         (python,) = psutil.Process(launched.pid).children()
         manager.provisioner = SimpleNamespace(process=SimpleNamespace(pid=launched.pid))
