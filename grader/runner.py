@@ -1,6 +1,6 @@
 """The trusted test runner, executed inside every grading kernel before any student code
-(trusted.BOOT_LINE; never imported by the grader; runner_data.py is installed ahead of it).
-It deletes its file, listens once on `.grader-runner.sock` and serves the grader from its own
+(trusted.BOOT_LINE; never imported by the grader; runner_data.py and runner_reset.py go ahead of
+it). It deletes its file, listens once on `.grader-runner.sock`, serves the grader from its own
 thread, with replies signed by a key the grader sends before the first cell: `run` executes
 one test cell with its own references to compile, exec, the builtins and the release's modules
 (nothing of IPython on the path); `collect` runs a judge's code and returns its data as plain
@@ -21,10 +21,8 @@ def _install():
     from _hashlib import hmac_digest
 
     shell = get_ipython()  # noqa: F821 (IPython puts get_ipython into builtins)
-    user_ns = shell.user_ns
-    start_pid = os.getpid()
+    user_ns, start_pid = shell.user_ns, os.getpid()
     getpid, unlink, realpath, hard_exit = os.getpid, os.unlink, os.path.realpath, os._exit
-    waitpid, WNOHANG, getsid, listdir, kill, SIGKILL = os.waitpid, os.WNOHANG, os.getsid, os.listdir, os.kill, 9
     _compile, _exec, _eval, _repr, _type, _len, _id, _open = compile, exec, eval, repr, type, len, id, open
     _isinstance, _getattr, _setattr, _delattr, _callable = isinstance, getattr, setattr, delattr, callable
     _list, _dict, _tuple, _set, _str, _sorted, _vars = list, dict, tuple, set, str, sorted, vars
@@ -39,7 +37,7 @@ def _install():
         """A test ran past its time limit (a BaseException: `except Exception` does not stop it)."""
     modules = sys.modules
     MISSING = object()
-    PROTECTED = {"<grader-runner>", "<grader-test>"}
+    PROTECTED = {"<grader-runner>", "<grader-test>"}  # their file names (only the runner compiles those)
     builtins_copy = _dict(_vars(builtins))
 
     # -- who is asking ----------------------------------------------------------
@@ -58,6 +56,22 @@ def _install():
     def is_library(filename):
         return filename.startswith(prefixes) or filename.startswith("<frozen ")
 
+    # The runner's and the running test's code, known by identity: a file name can be made up.
+    def code_tree(code, found):
+        found[_id(code)] = code
+        for const in code.co_consts:
+            if _type(const) is _type(code):
+                code_tree(const, found)
+        return found
+
+    runner_codes, test_codes = code_tree(getframe(1).f_code, {}), [{}]  # getframe(1): this file
+
+    def is_runner(code):
+        return runner_codes.get(_id(code)) is code
+
+    def is_protected(code):
+        return is_runner(code) or test_codes[0].get(_id(code)) is code
+
     # -- the audit hook -----------------------------------------------------------
     refused = []                      # what the hook refused since the last reply
     inside = _set()                   # threads running the hook (its own events pass)
@@ -70,8 +84,9 @@ def _install():
               "gc.get_referents": "walking the heap (gc.get_referents)",
               "sys.addaudithook": "adding an audit hook (sys.addaudithook)",
               "sys._settraceallthreads": "tracing every thread (sys._settraceallthreads)",
-              "sys._setprofileallthreads": "profiling every thread (sys._setprofileallthreads)",
-              "sys.monitoring.register_callback": "monitoring every thread (sys.monitoring)"}
+              "sys._setprofileallthreads": "profiling every thread (sys._setprofileallthreads)"}
+
+    MONITOR = "sys.monitoring.register_callback"
 
     def record(what):
         if what not in refused:
@@ -95,7 +110,7 @@ def _install():
 
     def reaches_protected(frame):
         while frame is not None:
-            if frame.f_code.co_filename in PROTECTED:
+            if is_protected(frame.f_code):
                 return True
             frame = frame.f_back
         return False
@@ -111,10 +126,7 @@ def _install():
         a test or the runner, or library code for its own use; never student code."""
         while asker is not None and is_library(asker.f_code.co_filename) and is_frame_giver(asker):
             asker = asker.f_back
-        if asker is None:
-            return True
-        name = asker.f_code.co_filename
-        return name in PROTECTED or is_library(name)
+        return asker is None or is_protected(asker.f_code) or is_library(asker.f_code.co_filename)
 
     def where(frame):
         if frame is None:
@@ -129,8 +141,12 @@ def _install():
                 if path.startswith("/proc/") and path.endswith(("/mem", "/maps")):
                     refuse("reading the kernel's memory (/proc/.../mem)")
             return
+        if event in ("compile", "code.__new__"):  # args[1]: the file name the code will claim
+            name = args[1].decode(errors="replace") if _isinstance(args[1], bytes) else args[1]
+            if not (_isinstance(name, _str) and (name in PROTECTED or is_library(name))):
+                return
         attr = args[1] if event == "object.__getattr__" else None
-        if not (event in ALWAYS or event in ("sys._getframe", "sys.settrace", "sys.setprofile")
+        if not (event in ALWAYS or event in ("compile", "code.__new__") or event in ("sys._getframe", "sys.settrace", "sys.setprofile", MONITOR)
                 or event.startswith("ctypes.") or attr in FRAME_ATTRS or attr in CODE_ATTRS):
             return
         thread = get_ident()
@@ -147,10 +163,17 @@ def _install():
                     refuse(f"reading the grader's or a test's frames (from {where(asker)})")
             elif attr in CODE_ATTRS:
                 code = _getattr(args[0], attr, None)
-                if _getattr(code, "co_filename", None) in PROTECTED and not asker_is_trusted(asker):
+                if _type(code) is _type(getframe(0).f_code) and is_protected(code) and not asker_is_trusted(asker):
                     refuse("reading a test's code")
-            elif asker is not None and not is_library(asker.f_code.co_filename) \
-                    and asker.f_code.co_filename not in PROTECTED:
+            elif event in ("compile", "code.__new__"):
+                if not (asker is None or is_runner(asker.f_code) or is_library(asker.f_code.co_filename)):
+                    refuse("code that claims a library's or the grader's file name")
+            elif event == MONITOR:
+                # cProfile (%prun) monitors every thread from Python 3.12: library code may start
+                # it between tests; once a test runs, only the runner (reset_monitoring) may.
+                if not ((asker is not None and is_runner(asker.f_code)) or (watched[0] is None and asker_is_trusted(asker))):
+                    refuse("monitoring every thread (sys.monitoring)")
+            elif asker is not None and not is_library(asker.f_code.co_filename) and not is_protected(asker.f_code):
                 if event.startswith("ctypes."):
                     refuse("ctypes (raw memory and C calls)")
                 # A trace is harmless to the tests (per thread; they run in the runner's), but a
@@ -237,33 +260,10 @@ def _install():
     # IPython's builtin trap puts these into builtins for the length of each cell.
     TRAPPED = {"_", "__", "___", "exit", "quit", "get_ipython", "display", "__IPYTHON__"}
 
-    def end_strays():
-        """End every other process of the kernel's session (a test's or cell's processes end with
-        it: a fork bomb's copies would hold the process limit through the next cells) and reap."""
-        if getsid(0) != start_pid:
-            return  # not its session's leader: the session is not the kernel's alone
-        for _ in range(400):
-            found = False
-            for name in listdir("/proc"):
-                if not name.isdigit() or int(name) in (start_pid, 1):
-                    continue
-                try:
-                    with _open(f"/proc/{name}/stat", "rb") as handle:
-                        fields = handle.read().rsplit(b")", 1)[1].split()  # state, parent, group, session
-                    if int(fields[3]) == start_pid:
-                        found = True
-                        if fields[0] != b"Z":
-                            kill(int(name), SIGKILL)
-                except (OSError, IndexError):
-                    continue
-            try:
-                while waitpid(-1, WNOHANG)[0]:
-                    pass
-            except ChildProcessError:
-                pass
-            if not found:
-                return
-            sleep(0.005)
+    # Made by runner_data.py (a judge's data as plain literals) and runner_reset.py, ahead of this file.
+    plain = make_plain(tensor_types, size_type, tensor_tolist, dtype_name)
+    end_strays = make_end_strays(start_pid, os.getsid, os.listdir, _open, os.kill, os.waitpid, sleep)
+    reset_monitoring = make_monitoring_reset(_getattr(sys, "monitoring", None))
 
     def check():
         """Name every hook point that changed since start, and put back the original."""
@@ -385,9 +385,6 @@ def _install():
             module = builtins_copy["__import__"](module_name, fromlist=["_"] if "." in module_name else [])
         return module if attribute is None else _getattr(module, attribute)
 
-    # runner_data.py, installed ahead of this file: a judge's data as plain literals.
-    plain = make_plain(tensor_types, size_type, tensor_tolist, dtype_name)  # noqa: F821
-
     def run(source, imports, timeout, collect=False):
         before = check()
         tests_ns.update(user_ns)
@@ -401,11 +398,14 @@ def _install():
         real_out, real_err = sys.stdout, sys.stderr
         reply = {"passed": False, "ename": "", "message": "", "by_test": False, "timed_out": False}
         set_trace(None)
+        monitored = False
         try:
             try:
                 code = _compile(source, "<grader-test>", "exec", dont_inherit=True)
+                test_codes[0] = code_tree(code, {})
                 sys.stdout, sys.stderr = stdout, stderr
                 watched[1], watched[0] = get_ident(), monotonic() + timeout
+                monitored = reset_monitoring()  # no tool may see the test's code
                 tests_ns.pop("judged", None)
                 _exec(code, tests_ns)
                 watched[0] = None
@@ -425,14 +425,14 @@ def _install():
             traceback = error.__traceback__
             while traceback is not None and traceback.tb_next is not None:
                 traceback = traceback.tb_next
-            reply["by_test"] = traceback is not None and traceback.tb_frame.f_code.co_filename == "<grader-test>"
+            reply["by_test"] = traceback is not None and is_protected(traceback.tb_frame.f_code)
             # The frames of a failed test may hold what exhausted memory: let them go now.
             traceback = error.__traceback__ = None
         finally:
             sys.stdout, sys.stderr = real_out, real_err
         if getpid() != start_pid:
             hard_exit(0)  # a copy the student forked: only the kernel itself answers
-        during = []
+        during = ["a monitoring tool (sys.monitoring) in use when a test started"] if monitored else []
         if get_trace() is not None:
             during.append("a trace function set while a test ran")
             set_trace(None)

@@ -31,8 +31,8 @@ from pathlib import Path
 from IPython.core.inputtransformer2 import TransformerManager
 from nbformat import NotebookNode
 
-# The kernel runs one file: the judges' data encoder, then the runner that uses it.
-RUNNER_PARTS = (Path(__file__).with_name("runner_data.py"), Path(__file__).with_name("runner.py"))
+# The kernel runs one file: the judges' data encoder and the resets, then the runner that uses them.
+RUNNER_PARTS = tuple(Path(__file__).with_name(f"{name}.py") for name in ("runner_data", "runner_reset", "runner"))
 RUNNER_FILE = ".grader-runner.py"
 RUNNER_SOCKET = ".grader-runner.sock"
 # Executed by the kernel at start (IPKernelApp.exec_lines), before any student code,

@@ -9,6 +9,7 @@ docs/grade-integrity.md ("What it cannot promise") says what in-process Python c
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import nbformat
@@ -162,6 +163,36 @@ CHEATS = [
         base="correct",
         flag="frames",
     ),
+    # a made-up file name: code compiled as the tests' or a library's file would be trusted by name
+    Cheat(
+        "leak_as_test_file_name",
+        "_real_init = MySequential.__init__\n"
+        "def _spy(self, *modules):\n    _real_init(self, *modules)\n"
+        "    exec(compile('import sys; print(sys._getframe(2).f_code.co_consts)', '<grader-test>', 'exec'))\n"
+        "MySequential.__init__ = _spy",
+        base="correct",
+        flag="file name",
+    ),
+    Cheat(
+        "leak_as_library_file_name",
+        "import sys\n_real_init = MySequential.__init__\n"
+        "_as_library = compile('print(sys._getframe(2).f_code.co_consts)', sys.prefix + '/lib/spy.py', 'exec')\n"
+        "def _spy(self, *modules):\n    _real_init(self, *modules)\n    exec(_as_library)\n"
+        "MySequential.__init__ = _spy",
+        base="correct",
+        flag="file name",
+    ),
+    Cheat(
+        "code_renamed_as_library",
+        "import sys\n_spy_code = (lambda: sys._getframe(2)).__code__.replace(co_filename=sys.prefix + '/lib/spy.py')",
+        flag="file name",
+    ),
+    # cProfile records the code objects it sees (constants and all); from Python 3.12 it sees every thread
+    Cheat(
+        "profiler_enabled",
+        "import cProfile\n_profiler = cProfile.Profile()\n_profiler.enable()",
+        flag="sys.monitoring" if sys.version_info >= (3, 12) else "sys.setprofile",
+    ),
     Cheat(
         "leak_traceback_frame",
         "_real_init = MySequential.__init__\n"
@@ -225,6 +256,24 @@ HONEST = {
     "    warnings.warn('a harmless warning from the answer', UserWarning)\n"
     "    _plain_init(self, *modules)\nMySequential.__init__ = _init_that_warns",
 }
+
+
+# A profiler kept running in a thread of its own while the first tests run, then asked which of
+# the tests' code objects it recorded. Before Python 3.12 a profiler sees only its own thread;
+# from 3.12 it sees every thread, and the runner takes it away before a test starts (flagged).
+PROFILER_THREAD = (
+    "import cProfile, threading, time\n_seen = []\n"
+    "def _watch():\n    profiler = cProfile.Profile()\n"
+    "    profiler.runctx('time.sleep(1.5)', {'time': time}, {})\n"
+    "    _seen.extend(e.code for e in profiler.getstats() if getattr(e.code, 'co_filename', '') == '<grader-test>')\n"
+    "threading.Thread(target=_watch, daemon=True).start()"
+)
+PROFILER_THREAD_REPORT = "import time\ntime.sleep(2)\nprint('TESTS-SEEN-BY-THE-PROFILER', len(_seen))"
+
+
+def profiler_thread():
+    nb = with_code(answered(A), FIRST_ANSWER, PROFILER_THREAD)
+    return with_code(nb, last_answer_id(nb), PROFILER_THREAD_REPORT)
 
 
 def honest(name: str):

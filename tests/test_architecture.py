@@ -26,6 +26,7 @@ LAYERS = {
         "template_server",
         "runner",
         "runner_data",
+        "runner_reset",
         "trusted",
     },  # fork server, sandbox, launch
     "engine": {"collect", "restore", "execute", "judges", "course", "settings", "parallel"},  # run these notebooks

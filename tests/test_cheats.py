@@ -10,6 +10,8 @@ hub) run the same engine; their modules grade a cheat of their own.
 
 from __future__ import annotations
 
+import sys
+
 import cheats
 import pytest
 from submissions import ROOT, full_score, points
@@ -20,6 +22,7 @@ from tools import course
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
 
 A = cheats.A
+MONITORING = hasattr(sys, "monitoring")  # Python 3.12+: one profiler sees every thread
 
 
 def hidden_test_lines() -> list[str]:
@@ -43,6 +46,7 @@ def graded(tmp_path_factory):
     for cheat in cheats.CHEATS:
         nbformat.write(cheats.notebook(cheat), folder / f"{cheat.name}.ipynb")
     nbformat.write(cheats.history_leak(), folder / "history_leak.ipynb")
+    nbformat.write(cheats.profiler_thread(), folder / "profiler_thread.ipynb")
     for name in cheats.HONEST:
         nbformat.write(cheats.honest(name), folder / f"honest_{name}.ipynb")
     nbformat.write(cheats.answered(A), folder / "honest_plain.ipynb")
@@ -117,9 +121,23 @@ def test_a_cheat_loses_the_points_of_a_right_answer_it_broke(graded):
     assert row.score == full_score(A) - sum(points(A)[t] for t in item)
 
 
+def test_a_profiler_in_a_thread_of_its_own_never_sees_a_test(graded):
+    """No test code recorded. Before Python 3.12 the profiler sees its own thread only: full marks
+    (the answers are right), no flag. From 3.12 it sees every thread: the runner took it away when
+    the first test started, which was then run under it, so that item (MySequential's first
+    clause) scores nothing and the notebook is flagged."""
+    row = graded["rows"]["profiler_thread"]
+    assert "TESTS-SEEN-BY-THE-PROFILER 0" in graded["feedback"]["profiler_thread"]
+    if MONITORING:
+        assert row.status == "flagged" and "sys.monitoring" in row.flags, row.flags
+        assert row.score == full_score(A) - points(A)["test_MySequential"], row.items
+    else:
+        assert (row.score, row.status, row.flags) == (full_score(A), "graded", ""), row.detail
+
+
 def test_the_class_report_lists_the_flagged(graded):
     text = report.report(A, root=graded["root"], out=graded["root"] / "report.png")
-    flagged = [c.name for c in cheats.CHEATS]
+    flagged = [c.name for c in cheats.CHEATS] + (["profiler_thread"] if MONITORING else [])
     assert (
         f"flagged (tried to change how they are graded; read docs/grade-integrity.md, 'Reading a flag'): {len(flagged)}"
         in text

@@ -349,3 +349,64 @@ def test_test_workers_never_pick_the_same_port(monkeypatch):
         assert len(set(picks[worker])) == 30, "a port was handed out twice"
     for worker in range(3):
         assert max(picks[worker]) < min(picks[worker + 1]), "two workers' slices overlap"
+
+
+class FakeMonitoring:
+    """sys.monitoring's calls as the runner's reset uses them (Python 3.11 has no sys.monitoring)."""
+
+    class events:  # noqa: N801 (the real namespace's name)
+        PY_START, PY_RETURN, CALL, NO_EVENTS, BRANCH = 1, 2, 16, 0, 3 << 20  # BRANCH: two bits, as in 3.14
+
+    def __init__(self):
+        self.callbacks, self.tools, self.active = {}, {}, {}
+
+    def register_callback(self, tool, event, callback):
+        if event & (event - 1) or not event:
+            raise ValueError("one event at a time")
+        previous = self.callbacks.get((tool, event))
+        self.callbacks[(tool, event)] = callback
+        return previous
+
+    def get_tool(self, tool):
+        return self.tools.get(tool)
+
+    def set_events(self, tool, events):
+        self.active[tool] = events
+
+    def free_tool_id(self, tool):
+        del self.tools[tool]
+
+
+def test_the_runner_takes_every_monitoring_callback_and_tool_away_before_a_test():
+    from grader.runner_reset import make_monitoring_reset
+
+    monitoring = FakeMonitoring()
+    reset = make_monitoring_reset(monitoring)
+    assert reset() is False  # nothing registered: nothing to flag
+    monitoring.tools[2] = "cProfile"
+    monitoring.active[2] = monitoring.events.PY_START
+    monitoring.callbacks[(2, monitoring.events.PY_START)] = print
+    monitoring.callbacks[(5, monitoring.events.CALL)] = print  # a callback on a tool id not in use
+    assert reset() is True
+    assert not any(monitoring.callbacks.values()) and monitoring.tools == {} and monitoring.active[2] == 0
+    assert reset() is False
+    assert make_monitoring_reset(None)() is False  # Python 3.11
+
+
+def test_the_monitoring_reset_works_on_this_pythons_own_sys_monitoring():
+    """On Python 3.12+ against the real sys.monitoring: a profiler's tool is taken away (on 3.11,
+    which has none, the runner's reset is a no-op, as the stand-in above checks)."""
+    import cProfile
+    import sys
+
+    from grader.runner_reset import make_monitoring_reset
+
+    reset = make_monitoring_reset(getattr(sys, "monitoring", None))
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        assert reset() is hasattr(sys, "monitoring")
+    finally:
+        with contextlib.suppress(ValueError):  # 3.12+: the profiler's tool id is no longer in use
+            profiler.disable()
+    assert reset() is False
