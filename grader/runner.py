@@ -86,7 +86,8 @@ def _install():
               "sys._settraceallthreads": "tracing every thread (sys._settraceallthreads)",
               "sys._setprofileallthreads": "profiling every thread (sys._setprofileallthreads)"}
 
-    MONITOR = "sys.monitoring.register_callback"
+    MONITOR, MAKES_CODE = "sys.monitoring.register_callback", ("compile", "code.__new__")
+    WATCHED = ("sys._getframe", "sys.settrace", "sys.setprofile", MONITOR, *MAKES_CODE)
 
     def record(what):
         if what not in refused:
@@ -128,6 +129,15 @@ def _install():
             asker = asker.f_back
         return asker is None or is_protected(asker.f_code) or is_library(asker.f_code.co_filename)
 
+    def is_file_text(path, source):
+        """Whether `source` is the text of the file at `path`."""
+        try:
+            with _open(path, "rb") as handle:
+                text = handle.read()
+        except OSError:
+            return False
+        return text == (source.encode() if _isinstance(source, _str) else source)
+
     def where(frame):
         if frame is None:
             return "C code"
@@ -141,13 +151,13 @@ def _install():
                 if path.startswith("/proc/") and path.endswith(("/mem", "/maps")):
                     refuse("reading the kernel's memory (/proc/.../mem)")
             return
-        if event in ("compile", "code.__new__"):  # args[1]: the file name the code will claim
+        if event in MAKES_CODE:  # args[1]: the file name the code will claim
             name = args[1].decode(errors="replace") if _isinstance(args[1], bytes) else args[1]
             if not (_isinstance(name, _str) and (name in PROTECTED or is_library(name))):
                 return
         attr = args[1] if event == "object.__getattr__" else None
-        if not (event in ALWAYS or event in ("compile", "code.__new__") or event in ("sys._getframe", "sys.settrace", "sys.setprofile", MONITOR)
-                or event.startswith("ctypes.") or attr in FRAME_ATTRS or attr in CODE_ATTRS):
+        if not (event in ALWAYS or event in WATCHED or event.startswith("ctypes.")
+                or attr in FRAME_ATTRS or attr in CODE_ATTRS):
             return
         thread = get_ident()
         if thread in inside:  # the hook's own events pass
@@ -165,8 +175,12 @@ def _install():
                 code = _getattr(args[0], attr, None)
                 if _type(code) is _type(getframe(0).f_code) and is_protected(code) and not asker_is_trusted(asker):
                     refuse("reading a test's code")
-            elif event in ("compile", "code.__new__"):
-                if not (asker is None or is_runner(asker.f_code) or is_library(asker.f_code.co_filename)):
+            elif event in MAKES_CODE:
+                # Only the runner names code after itself or a test; a library's name goes with
+                # that file's own text (the import system compiling it), whoever asks: library
+                # code can be reached through a loader, thread or executor of the student's.
+                runner = asker is not None and is_runner(asker.f_code)
+                if not (runner or (event == "compile" and name not in PROTECTED and is_file_text(name, args[0]))):
                     refuse("code that claims a library's or the grader's file name")
             elif event == MONITOR:
                 # cProfile (%prun) monitors every thread from Python 3.12: library code may start
@@ -345,31 +359,9 @@ def _install():
 
     # -- running one test --------------------------------------------------------------
     tests_ns = {}
-    OUTPUT_LIMIT = 20000
+    CappedText = make_capped_text(20000)  # runner_data.py: what a test prints, up to a limit
     watched = [None, None]        # [deadline of the running test, its thread], for the watchdog
 
-    class CappedText:
-        """Collects what a test prints, up to OUTPUT_LIMIT characters."""
-
-        def __init__(self):
-            self.parts, self.size, self.truncated = [], 0, False
-
-        def write(self, text):
-            text = _str(text)
-            if self.size < OUTPUT_LIMIT:
-                self.parts.append(text[:OUTPUT_LIMIT - self.size])
-            self.truncated = self.truncated or self.size + _len(text) > OUTPUT_LIMIT
-            self.size += _len(text)
-            return _len(text)
-
-        def flush(self):
-            pass
-
-        def isatty(self):
-            return False
-
-        def getvalue(self):
-            return "".join(self.parts)
 
     def watchdog():
         while True:

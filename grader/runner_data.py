@@ -1,4 +1,5 @@
-"""The kernel's side of judging outside the kernel (judges.py): a judge's data as plain literals.
+"""What the runner hands back to the grader: a judge's data as plain literals (for judging outside
+the kernel, judges.py) and what a test printed, up to a limit.
 
 trusted.install() writes this file ahead of runner.py into the one file the kernel runs at
 start, so `make_plain` is called before any student code, with the references it keeps.
@@ -41,3 +42,31 @@ def make_plain(tensor_types, size_type, tensor_tolist, dtype_name, limit=1_000_0
         return encode(value, [limit])
 
     return plain
+
+
+def make_capped_text(limit):
+    """A file-like class that keeps what is written to it, up to `limit` characters."""
+    _str, _len = str, len
+
+    class CappedText:
+        def __init__(self):
+            self.parts, self.size, self.truncated = [], 0, False
+
+        def write(self, text):
+            text = _str(text)
+            if self.size < limit:
+                self.parts.append(text[: limit - self.size])
+            self.truncated = self.truncated or self.size + _len(text) > limit
+            self.size += _len(text)
+            return _len(text)
+
+        def flush(self):
+            pass
+
+        def isatty(self):
+            return False
+
+        def getvalue(self):
+            return "".join(self.parts)
+
+    return CappedText

@@ -31,7 +31,7 @@ from pathlib import Path
 from IPython.core.inputtransformer2 import TransformerManager
 from nbformat import NotebookNode
 
-# The kernel runs one file: the judges' data encoder and the resets, then the runner that uses them.
+# The kernel runs one file: what the runner hands back and resets, then the runner that uses them.
 RUNNER_PARTS = tuple(Path(__file__).with_name(f"{name}.py") for name in ("runner_data", "runner_reset", "runner"))
 RUNNER_FILE = ".grader-runner.py"
 RUNNER_SOCKET = ".grader-runner.sock"

@@ -183,6 +183,26 @@ CHEATS = [
         flag="file name",
     ),
     Cheat(
+        "leak_through_a_loader_of_its_own",
+        "import importlib.abc, importlib.util, sys\n"
+        "class _Loader(importlib.abc.SourceLoader):\n"
+        "    def get_filename(self, fullname):\n        return sys.prefix + '/lib/spy.py'\n"
+        "    def get_data(self, path):\n"
+        "        return b'import sys\\ndef spy():\\n    print(sys._getframe(2).f_code.co_consts)\\n'\n"
+        "_spec = importlib.util.spec_from_loader('spy', _Loader())\n_spy = importlib.util.module_from_spec(_spec)\n"
+        "_spec.loader.exec_module(_spy)\n_real_init = MySequential.__init__\n"
+        "def _init(self, *modules):\n    _real_init(self, *modules)\n    _spy.spy()\n"
+        "MySequential.__init__ = _init",
+        base="correct",
+        flag="file name",
+    ),
+    Cheat(
+        "compiled_as_library_in_an_executor",
+        "import sys\nfrom concurrent.futures import ThreadPoolExecutor\n"
+        "_code = ThreadPoolExecutor(1).submit(compile, 'x = 1', sys.prefix + '/lib/spy.py', 'exec').result()",
+        flag="file name",
+    ),
+    Cheat(
         "code_renamed_as_library",
         "import sys\n_spy_code = (lambda: sys._getframe(2)).__code__.replace(co_filename=sys.prefix + '/lib/spy.py')",
         flag="file name",
