@@ -64,13 +64,14 @@ def _install():
                 code_tree(const, found)
         return found
 
-    runner_codes, test_codes = code_tree(getframe(1).f_code, {}), [{}]  # getframe(1): this file
+    # Every test's code stays known (and alive) to the end: a frame a student kept holds its test's.
+    runner_codes, test_codes = code_tree(getframe(1).f_code, {}), {}  # getframe(1): this file
 
     def is_runner(code):
         return runner_codes.get(_id(code)) is code
 
     def is_protected(code):
-        return is_runner(code) or test_codes[0].get(_id(code)) is code
+        return is_runner(code) or test_codes.get(_id(code)) is code
 
     # -- the audit hook -----------------------------------------------------------
     refused = []                      # what the hook refused since the last reply
@@ -394,7 +395,7 @@ def _install():
         try:
             try:
                 code = _compile(source, "<grader-test>", "exec", dont_inherit=True)
-                test_codes[0] = code_tree(code, {})
+                code_tree(code, test_codes)
                 sys.stdout, sys.stderr = stdout, stderr
                 watched[1], watched[0] = get_ident(), monotonic() + timeout
                 monitored = reset_monitoring()  # no tool may see the test's code

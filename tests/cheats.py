@@ -26,6 +26,8 @@ class Cheat:
     code: str  # appended to the first answer cell
     base: str = "blank"  # "blank": must score 0; "correct": must keep full marks, flagged, no leak
     flag: str = ""  # a piece of text the flag must contain
+    later: str = ""  # appended to the last answer cell, after the tests of the first ran
+    answer: str = FIRST_ANSWER  # the answer cell `code` is appended to
 
 
 # A MySequential that does its trick when a test builds it (inside the test run).
@@ -214,6 +216,28 @@ CHEATS = [
         flag="sys.monitoring" if sys.version_info >= (3, 12) else "sys.setprofile",
     ),
     Cheat(
+        "leak_a_kept_frame_after_its_test",
+        "_kept = []\n_real_init = MySequential.__init__\n"
+        "def _keep(self, *modules):\n    _real_init(self, *modules)\n    try:\n        raise ValueError\n"
+        "    except ValueError as error:\n        _kept.append(error)\n"
+        "MySequential.__init__ = _keep",
+        base="correct",
+        flag="frames",
+        later="print(_kept[0].__traceback__.tb_frame.f_back.f_code.co_consts)",
+    ),
+    # a function a test handed to the answer, read while a later test runs
+    Cheat(
+        "leak_a_tests_function_in_a_later_test",
+        "_kept = []\n_real_make_stack = make_stack\n"
+        "def make_stack(factory, n):\n    _kept.append(factory)\n    return _real_make_stack(factory, n)",
+        base="correct",
+        flag="a test's code",
+        later="_real_fixed_init = FixedHiddenMLP.__init__\n"
+        "def _fixed_init(self, *args, **kwargs):\n    _real_fixed_init(self, *args, **kwargs)\n"
+        "    print(_kept[0].__code__.co_consts)\nFixedHiddenMLP.__init__ = _fixed_init",
+        answer="make_stack",
+    ),
+    Cheat(
         "leak_traceback_frame",
         "_real_init = MySequential.__init__\n"
         "def _spy(self, *modules):\n    _real_init(self, *modules)\n    try:\n        raise ValueError\n"
@@ -242,7 +266,8 @@ def notebook(cheat: Cheat):
     replace = cheat.code.startswith("class MySequential")
     if replace and cheat.base == "blank":
         return with_code(base, FIRST_ANSWER, "import torch\nfrom torch import nn\n" + cheat.code, replace=True)
-    return with_code(base, FIRST_ANSWER, cheat.code)
+    nb = with_code(base, cheat.answer, cheat.code)
+    return with_code(nb, last_answer_id(nb), cheat.later) if cheat.later else nb
 
 
 def last_answer_id(nb) -> str:
