@@ -1,6 +1,6 @@
 """The trusted test runner, executed inside every grading kernel before any student code
-(trusted.BOOT_LINE; never imported by the grader; runner_data.py and runner_reset.py go ahead of
-it). It deletes its file, listens once on `.grader-runner.sock`, serves the grader from its own
+(trusted.BOOT_LINE; never imported by the grader; runner_data.py, runner_reset.py and
+runner_torch.py go ahead of it). It deletes its file, listens once on `.grader-runner.sock`, serves the grader from its own
 thread, with replies signed by a key the grader sends before the first cell: `run` executes
 one test cell with its own references to compile, exec, the builtins and the release's modules
 (nothing of IPython on the path); `collect` runs a judge's code and returns its data as plain
@@ -246,10 +246,12 @@ def _install():
         function_stack = torch._C._len_torch_function_stack
         pop_function_mode = torch._C._pop_torch_function_stack
         dispatch_stack = _getattr(torch._C, "_len_torch_dispatch_stack", lambda: 0)
+        dispatch_state = guard_dispatcher(torch, refuse)  # runner_torch.py: torch.library's kernels
     else:
         global_hooks = []
         tensor_types, size_type, tensor_tolist, dtype_name = (), None, None, None
         function_stack = dispatch_stack = lambda: 0
+        dispatch_state = lambda: ""
         pop_function_mode = None
     all_modules = _dict(modules)
 
@@ -391,7 +393,7 @@ def _install():
         real_out, real_err = sys.stdout, sys.stderr
         reply = {"passed": False, "ename": "", "message": "", "by_test": False, "timed_out": False}
         set_trace(None)
-        monitored = False
+        monitored, dispatch_keys = False, None
         try:
             try:
                 code = _compile(source, "<grader-test>", "exec", dont_inherit=True)
@@ -399,6 +401,7 @@ def _install():
                 sys.stdout, sys.stderr = stdout, stderr
                 watched[1], watched[0] = get_ident(), monotonic() + timeout
                 monitored = reset_monitoring()  # no tool may see the test's code
+                dispatch_keys = dispatch_state()
                 tests_ns.pop("judged", None)
                 _exec(code, tests_ns)
                 watched[0] = None
@@ -429,6 +432,8 @@ def _install():
         if get_trace() is not None:
             during.append("a trace function set while a test ran")
             set_trace(None)
+        if dispatch_keys is not None and dispatch_state() != dispatch_keys:
+            during.append("torch's dispatch keys switched on or off while a test ran")
         if function_stack() or dispatch_stack():
             during.append("a torch function or dispatch mode left active while a test ran")
             while function_stack():

@@ -32,7 +32,9 @@ from IPython.core.inputtransformer2 import TransformerManager
 from nbformat import NotebookNode
 
 # The kernel runs one file: what the runner hands back and resets, then the runner that uses them.
-RUNNER_PARTS = tuple(Path(__file__).with_name(f"{name}.py") for name in ("runner_data", "runner_reset", "runner"))
+RUNNER_PARTS = tuple(
+    Path(__file__).with_name(f"{name}.py") for name in ("runner_data", "runner_reset", "runner_torch", "runner")
+)
 RUNNER_FILE = ".grader-runner.py"
 RUNNER_SOCKET = ".grader-runner.sock"
 # Executed by the kernel at start (IPKernelApp.exec_lines), before any student code,

@@ -140,6 +140,28 @@ CHEATS = [
         flag="mode",
     ),
     Cheat("patch_during_test", _in_test("torch.allclose = lambda *a, **k: True"), flag="torch.allclose"),
+    # torch's dispatcher: a kernel behind an operator, for every thread, with no Python attribute changed
+    Cheat(
+        "library_kernel_for_allclose",
+        "_lib = torch.library.Library('aten', 'IMPL')\n_lib.impl('allclose', lambda *a, **k: True, 'CPU')",
+        flag="torch's operators",
+    ),
+    Cheat(
+        "torchs_own_library_for_eq",
+        "import torch._meta_registrations as _meta\n_meta._meta_lib_dont_use_me_use_register_meta.impl(\n"
+        "    'eq.Tensor', lambda a, b: torch.ones(a.shape, dtype=torch.bool), 'CPU')",
+        flag="torch's operators",
+    ),
+    Cheat(
+        "dispatcher_fallback",
+        "torch.library.Library('_', 'IMPL').fallback(lambda *a, **k: None, 'ADInplaceOrView')",
+        flag="fallback",
+    ),
+    Cheat(
+        "python_dispatcher_left_on_in_test",
+        _in_test("MySequential._kept = torch._C._EnablePythonDispatcher()"),
+        flag="dispatch keys",
+    ),
     # leaks: a correct notebook that tries to read the hidden tests
     Cheat(
         "leak_pre_run_cell",

@@ -27,6 +27,7 @@ LAYERS = {
         "runner",
         "runner_data",
         "runner_reset",
+        "runner_torch",
         "trusted",
     },  # fork server, sandbox, launch
     "engine": {"collect", "restore", "execute", "judges", "course", "settings", "parallel"},  # run these notebooks

@@ -1,0 +1,84 @@
+"""The kernel's side, written into the kernel's start-up file with runner.py (trusted.RUNNER_PARTS):
+torch's dispatcher. One line of torch.library replaces the kernel behind any operator for every
+thread (`Library("aten", "IMPL").impl("allclose", lambda *a, **k: True, "CPU")` makes
+`torch.allclose`, `torch.equal` and `assert_close` pass), and no Python attribute changes. From
+kernel start the runner refuses a kernel or fallback for an aten or prims operator on any key
+but Meta (shapes only, no values: what torch's own lazy registrations use), and tells the
+dispatch keys a thread has switched on or off (a thread-local change left behind by student code
+a test called would steer the rest of the tests)."""
+
+TORCH_NAMESPACES = ("aten", "prims", "prim")
+
+
+def guard_dispatcher(torch, refuse):
+    """Install the guards on torch._C; return `dispatch_state()`, the calling thread's dispatch
+    keys switched on and off, as text."""
+    C = torch._C
+    _type, _str, _id, _any = type, str, id, any
+    module_type, key_type, key_name = C._DispatchModule, C.DispatchKey, C._dispatch_key_name
+    has_kernel, as_text = C._dispatch_has_kernel, C._dispatch_keyset_to_string
+    included, excluded = C._dispatch_tls_local_include_set, C._dispatch_tls_local_exclude_set
+    make_library = C._dispatch_library
+    guarded = (
+        "impl",
+        "impl_t_t",
+        "impl_with_aoti_compile",
+        "fallback",
+        "fallback_fallthrough",
+        "register_ad_inplace_or_view_fallback",
+    )
+    originals = {name: module_type.__dict__.get(name) for name in guarded}  # what this torch has
+    namespaces = {}  # id of a library made since start -> (library, its namespace)
+    what = "replacing the kernel of one of torch's operators (torch.library)"
+
+    def library(kind, ns, *args, **kwargs):
+        made = make_library(kind, ns, *args, **kwargs)
+        namespaces[_id(made)] = (made, ns)
+        return made
+
+    def is_torch_op(library, name):
+        if _type(name) is not _str:
+            return True
+        if "::" in name:
+            return name.split("::", 1)[0] in TORCH_NAMESPACES
+        known = namespaces.get(_id(library))
+        if known is not None and known[0] is library:
+            return known[1] in TORCH_NAMESPACES
+        try:  # a library made before start (torch's own): named after the operator it would touch
+            return _any(has_kernel(f"{ns}::{name}") for ns in TORCH_NAMESPACES)
+        except Exception:
+            return True
+
+    def is_meta(dispatch):
+        return (_type(dispatch) is _str and dispatch == "Meta") or (
+            _type(dispatch) is key_type and key_name(dispatch) == "Meta"
+        )
+
+    def impl(self, name, dispatch="", *args, **kwargs):
+        if is_torch_op(self, name) and not is_meta(dispatch):
+            refuse(what)
+        return originals["impl"](self, name, dispatch, *args, **kwargs)
+
+    def impl_t_t(self, name, dispatch="", *args, **kwargs):
+        if is_torch_op(self, name) and not is_meta(dispatch):
+            refuse(what)
+        return originals["impl_t_t"](self, name, dispatch, *args, **kwargs)
+
+    def impl_with_aoti_compile(self, ns, name, dispatch, *args, **kwargs):
+        if (_type(ns) is not _str or ns in TORCH_NAMESPACES) and not is_meta(dispatch):
+            refuse(what)
+        return originals["impl_with_aoti_compile"](self, ns, name, dispatch, *args, **kwargs)
+
+    def no_fallback(self, *args, **kwargs):
+        refuse("a dispatcher fallback (torch.library)")
+
+    guards = {"impl": impl, "impl_t_t": impl_t_t, "impl_with_aoti_compile": impl_with_aoti_compile}
+    for name in guarded:
+        if originals[name] is not None:
+            setattr(module_type, name, guards.get(name, no_fallback))
+    C._dispatch_library = library
+
+    def dispatch_state():
+        return as_text(included()) + as_text(excluded())
+
+    return dispatch_state
