@@ -1,13 +1,14 @@
 """The trusted test runner, executed inside every grading kernel before any student code
 (trusted.BOOT_LINE; never imported by the grader; runner_data.py, runner_reset.py and
-runner_torch.py go ahead of it). It deletes its file, listens once on `.grader-runner.sock`, serves the grader from its own
-thread, with replies signed by a key the grader sends before the first cell: `run` executes
-one test cell with its own references to compile, exec, the builtins and the release's modules
-(nothing of IPython on the path); `collect` runs a judge's code and returns its data as plain
-literals; `check` puts back and names every hook point the student bent. An audit hook (PEP
-578) refuses what reading or bending it needs: frames reaching its or a test's frame, a test's
-code, gc walks, other audit hooks, ctypes from student code, /proc mem. docs/grade-integrity.md
-says what this cannot promise."""
+runner_torch.py go ahead of it). It deletes its file, listens once on `.grader-runner.sock`
+and serves the grader from its own thread, with replies signed by a key the grader sends
+before the first cell: `run` executes one test cell with its own references to compile, exec,
+the builtins and the release's modules (nothing of IPython on the path); `collect` runs a
+judge's code and returns its data as plain literals; `check` puts back and names every hook
+point the student bent. An audit hook (PEP 578) refuses what reading or bending it needs:
+frames reaching its or a test's frame, a test's code (both known by identity), code claiming
+their or a library's file name, gc walks, other audit hooks, sys.monitoring during a test,
+ctypes from student code, /proc mem. docs/grade-integrity.md says what this cannot promise."""
 
 
 def _install():
@@ -56,15 +57,17 @@ def _install():
     def is_library(filename):
         return filename.startswith(prefixes) or filename.startswith("<frozen ")
 
-    # The runner's and the running test's code, known by identity: a file name can be made up.
+    # The runner's code and every test's, known by identity: a file name can be made up.
+    code_type = _type(getframe(0).f_code)
+
     def code_tree(code, found):
         found[_id(code)] = code
         for const in code.co_consts:
-            if _type(const) is _type(code):
+            if _type(const) is code_type:
                 code_tree(const, found)
         return found
 
-    # Every test's code stays known (and alive) to the end: a frame a student kept holds its test's.
+    # A test's code stays known (and alive) to the end: a frame a student kept holds its test's.
     runner_codes, test_codes = code_tree(getframe(1).f_code, {}), {}  # getframe(1): this file
 
     def is_runner(code):
@@ -174,7 +177,7 @@ def _install():
                     refuse(f"reading the grader's or a test's frames (from {where(asker)})")
             elif attr in CODE_ATTRS:
                 code = _getattr(args[0], attr, None)
-                if _type(code) is _type(getframe(0).f_code) and is_protected(code) and not asker_is_trusted(asker):
+                if _type(code) is code_type and is_protected(code) and not asker_is_trusted(asker):
                     refuse("reading a test's code")
             elif event in MAKES_CODE:
                 # Only the runner names code after itself or a test; a library's name goes with
@@ -364,7 +367,6 @@ def _install():
     tests_ns = {}
     CappedText = make_capped_text(20000)  # runner_data.py: what a test prints, up to a limit
     watched = [None, None]        # [deadline of the running test, its thread], for the watchdog
-
 
     def watchdog():
         while True:
