@@ -231,7 +231,7 @@ def _install():
     instances = [(shell, _set(_vars(shell))), *([(kernel, _set(_vars(kernel)))] if kernel is not None else [])]
     module_names = ("builtins", "math", "operator", "copy", "torch", "torch.nn", "torch.nn.functional",
                     "torch.nn.init", "torch.testing", "torch.autograd", "torch.nn.modules.module",
-                    "numpy", "numpy.testing")
+                    "torch.testing._comparison", "numpy", "numpy.testing")  # assert_close's helpers
     saved_modules = {name: modules[name] for name in module_names if name in modules}
     module_dicts = [(name, module, _dict(_vars(module))) for name, module in saved_modules.items()]
     torch = saved_modules.get("torch")

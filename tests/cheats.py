@@ -102,6 +102,11 @@ CHEATS = [
     ),
     Cheat("patched_assert_close", "torch.testing.assert_close = lambda *a, **k: None", flag="assert_close"),
     Cheat(
+        "patched_assert_close_helper",
+        "import torch.testing._comparison as _comparison\n_comparison.not_close_error_metas = lambda *a, **k: []",
+        flag="not_close_error_metas",
+    ),
+    Cheat(
         "patched_builtin",
         "import builtins\nbuiltins.all = lambda iterable: True\nbuiltins.any = lambda iterable: True",
         flag="builtins",
