@@ -15,7 +15,6 @@ def _install():
     import _socket
     import _thread
     import builtins
-    import ctypes
     import os
     import sys
     import time
@@ -27,17 +26,13 @@ def _install():
     _compile, _exec, _eval, _repr, _type, _len, _id, _open = compile, exec, eval, repr, type, len, id, open
     _isinstance, _getattr, _setattr, _delattr, _callable = isinstance, getattr, setattr, delattr, callable
     _list, _dict, _tuple, _set, _str, _sorted, _vars = list, dict, tuple, set, str, sorted, vars
-    _module_type = _type(sys)
     name_of = _type.__dict__["__name__"].__get__
     getframe, get_ident, set_trace, get_trace = sys._getframe, _thread.get_ident, sys.settrace, sys.gettrace
     monotonic, sleep = time.monotonic, time.sleep
-    # What stops a test past its time: raised in the runner's thread, as SIGINT would be in the main one.
-    set_async_exc, thread_id, exception_object = ctypes.pythonapi.PyThreadState_SetAsyncExc, ctypes.c_ulong, ctypes.py_object
 
     class TestTimeout(BaseException):
         """A test ran past its time limit (a BaseException: `except Exception` does not stop it)."""
-    modules = sys.modules
-    MISSING = object()
+    modules, MISSING = sys.modules, object()
     PROTECTED = {"<grader-runner>", "<grader-test>"}  # their file names (only the runner compiles those)
     builtins_copy = _dict(_vars(builtins))
 
@@ -189,7 +184,8 @@ def _install():
             elif event == MONITOR:
                 # cProfile (%prun) monitors every thread from Python 3.12: library code may start
                 # it between tests; once a test runs, only the runner (reset_monitoring) may.
-                if not ((asker is not None and is_runner(asker.f_code)) or (watched[0] is None and asker_is_trusted(asker))):
+                runner = asker is not None and is_runner(asker.f_code)
+                if not (runner or (watched[0] is None and asker_is_trusted(asker))):
                     refuse("monitoring every thread (sys.monitoring)")
             elif asker is not None and not is_library(asker.f_code.co_filename) and not is_protected(asker.f_code):
                 if event.startswith("ctypes."):
@@ -222,27 +218,28 @@ def _install():
     kernel = _getattr(shell, "kernel", None)
     handlers = _dict(kernel.shell_handlers) if kernel is not None else {}
     events = {name: _list(callbacks) for name, callbacks in shell.events.callbacks.items()}
-    sys_values = {name: _getattr(sys, name, MISSING)
-                  for name in ("breakpointhook", "unraisablehook")}
+    sys_values = {name: _getattr(sys, name, MISSING) for name in ("breakpointhook", "unraisablehook")}
     meta_path = _list(sys.meta_path)
     classes = class_dicts(_type(shell)) + (class_dicts(_type(kernel)) if kernel is not None else [])
     for part in (shell.displayhook, shell.display_pub, shell.events, shell.input_transformer_manager):
         classes += [(c, d) for c, d in class_dicts(_type(part)) if all(c is not k for k, _ in classes)]
     instances = [(shell, _set(_vars(shell))), *([(kernel, _set(_vars(kernel)))] if kernel is not None else [])]
-    module_names = ("builtins", "math", "operator", "copy", "torch", "torch.nn", "torch.nn.functional",
-                    "torch.nn.init", "torch.testing", "torch.autograd", "torch.nn.modules.module",
-                    "torch.testing._comparison", "numpy", "numpy.testing")  # assert_close's helpers
+    module_names = ("builtins", "math", "operator", "copy", "torch", "torch.nn", "torch.nn.functional", "torch.nn.init",
+                    "torch.testing", "torch.testing._comparison", "torch.autograd", "torch.nn.modules.module",
+                    "torch.optim", "torch.optim.lr_scheduler", "numpy", "numpy.testing")
     saved_modules = {name: modules[name] for name in module_names if name in modules}
     module_dicts = [(name, module, _dict(_vars(module))) for name, module in saved_modules.items()]
     torch = saved_modules.get("torch")
     if torch is not None:
         seen = _set()
-        for value in [torch.Tensor, *_vars(torch.nn).values()]:
+        owners = [modules.get(n) for n in ("torch.nn", "torch.optim", "torch.optim.lr_scheduler")]  # what tests build
+        for value in [torch.Tensor, *(v for owner in owners if owner for v in _vars(owner).values())]:
             if _isinstance(value, _type) and value not in seen and value.__module__.startswith("torch"):
                 seen.add(value)
                 classes += [(c, d) for c, d in class_dicts(value) if c.__module__.startswith("torch")]
-        global_hooks = [(name, value, _len(value)) for name, value in _vars(torch.nn.modules.module).items()
-                        if name.startswith("_global_") and _isinstance(value, _dict)]
+        hook_owners = [modules.get(n) for n in ("torch.nn.modules.module", "torch.optim.optimizer")]
+        global_hooks = [(name, value, _len(value)) for owner in hook_owners if owner
+                        for name, value in _vars(owner).items() if name[:8] == "_global_" and _isinstance(value, _dict)]
         tensor_types = (torch.Tensor, torch.nn.Parameter)  # what a judge receives as a tensor
         size_type, tensor_tolist = torch.Size, torch._C.TensorBase.tolist
         dtype_name = torch._C.TensorBase.__dict__["dtype"].__get__
@@ -263,8 +260,11 @@ def _install():
         code = _getattr(function, "__code__", None)
         return code is not None and is_library(code.co_filename)
 
-    def library_wrapper(new, old):
-        """Whether `new` is library code wrapping `old` (functools.wraps sets __wrapped__)."""
+    def library_wrapper(new, old, cls=None, name=""):
+        """Whether `new` is library code wrapping `old` (functools.wraps sets __wrapped__), or for a
+        name new on `cls`, what its bases held at start (an optimizer class wraps an inherited step)."""
+        if old is MISSING:
+            old = next((d[name] for b in cls.__mro__[1:] for c, d in classes if c is b and name in d), old)
         for _ in range(5):
             code = _getattr(new, "__code__", None)
             if code is None or not is_library(code.co_filename):
@@ -331,9 +331,9 @@ def _install():
             current = _vars(cls)
             for name in _set(current) | _set(saved):
                 old, new = saved.get(name, MISSING), current.get(name, MISSING)
-                # Only behaviour counts: caches that classes fill lazily are data, not callables.
+                # Behaviour only (caches filled lazily are data); a library's wrapper is no change.
                 if old is not new and (_callable(old) or _callable(new)) \
-                        and (old is not MISSING or shadows(cls, name)):
+                        and (old is not MISSING or shadows(cls, name)) and not library_wrapper(new, old, cls, name):
                     found.append(f"{cls.__module__}.{name_of(cls)}.{name}")
                     if name in saved:
                         _setattr(cls, name, saved[name])
@@ -354,7 +354,7 @@ def _install():
                     current[name] = value
         for name, registry, size in global_hooks:
             if _len(registry) != size:
-                found.append(f"torch's global module hooks ({name})")
+                found.append(f"torch's global hooks ({name})")
                 registry.clear()
         if shell.user_ns is not user_ns:
             found.append("the notebook's namespace (user_ns)")
@@ -367,14 +367,7 @@ def _install():
     tests_ns = {}
     CappedText = make_capped_text(20000)  # runner_data.py: what a test prints, up to a limit
     watched = [None, None]        # [deadline of the running test, its thread], for the watchdog
-
-    def watchdog():
-        while True:
-            sleep(0.05)
-            deadline, thread = watched
-            if deadline is not None and monotonic() > deadline:
-                watched[0] = None
-                set_async_exc(thread_id(thread), exception_object(TestTimeout))
+    watchdog = make_watchdog(watched, TestTimeout, monotonic, sleep)  # runner_reset.py
 
     def resolve(module_name, attribute):
         module = all_modules.get(module_name) or modules.get(module_name)

@@ -1,7 +1,9 @@
 """The kernel's side, written into the kernel's start-up file with runner.py (trusted.RUNNER_PARTS):
-what the runner resets around each test besides the hook points it checks. Each maker takes the
-references it keeps at start, before any student code, so that patching a module later cannot
-reach them."""
+what the runner does around each test besides the hook points it checks: end stray processes,
+take sys.monitoring's tools away, stop a test past its time. Each maker takes the references it
+keeps at start, before any student code, so that patching a module later cannot reach them."""
+
+import ctypes
 
 
 def make_end_strays(start_pid, getsid, listdir, open_file, kill, waitpid, sleep):
@@ -77,3 +79,19 @@ def make_monitoring_reset(monitoring):
         return used
 
     return reset
+
+
+def make_watchdog(watched, exception, monotonic, sleep):
+    """`watchdog()`, for a thread of its own: once the running test's deadline passes (`watched`:
+    [deadline, thread id]), raise `exception` in the test's thread, as SIGINT would in the main one."""
+    set_async_exc, thread_id, as_object = ctypes.pythonapi.PyThreadState_SetAsyncExc, ctypes.c_ulong, ctypes.py_object
+
+    def watchdog():
+        while True:
+            sleep(0.05)
+            deadline, thread = watched
+            if deadline is not None and monotonic() > deadline:
+                watched[0] = None
+                set_async_exc(thread_id(thread), as_object(exception))
+
+    return watchdog

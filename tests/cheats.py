@@ -115,7 +115,14 @@ CHEATS = [
     Cheat(
         "global_forward_hook",
         "torch.nn.modules.module.register_module_forward_hook(lambda module, args, out: out)",
-        flag="global module hooks",
+        flag="global hooks",
+    ),
+    Cheat("patched_optimizer_step", "torch.optim.SGD.step = lambda self, closure=None: None", flag="SGD.step"),
+    Cheat(
+        "global_optimizer_hook",
+        "from torch.optim.optimizer import register_optimizer_step_pre_hook\n"
+        "register_optimizer_step_pre_hook(lambda *a: None)",
+        flag="global hooks",
     ),
     Cheat(
         "fake_torch_module",
