@@ -261,8 +261,13 @@ def _install():
         return code is not None and is_library(code.co_filename)
 
     def library_wrapper(new, old, cls=None, name=""):
-        """Whether `new` is library code wrapping `old` (functools.wraps sets __wrapped__), or for a
-        name new on `cls`, what its bases held at start (an optimizer class wraps an inherited step)."""
+        """Whether `new` is library code wrapping `old` (functools.wraps sets __wrapped__). On a class
+        `cls`, the wrapper must come from the file of a class in its hierarchy, and a name new on it
+        may wrap what its bases held at start (an optimizer class wraps an inherited step)."""
+        if cls is not None:
+            homes = {_getattr(modules.get(c.__module__), "__file__", None) for c in cls.__mro__}
+            if _getattr(_getattr(new, "__code__", None), "co_filename", None) not in homes:
+                return False
         if old is MISSING:
             old = next((d[name] for b in cls.__mro__[1:] for c, d in classes if c is b and name in d), old)
         for _ in range(5):

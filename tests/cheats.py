@@ -118,6 +118,12 @@ CHEATS = [
         flag="global hooks",
     ),
     Cheat("patched_optimizer_step", "torch.optim.SGD.step = lambda self, closure=None: None", flag="SGD.step"),
+    # a library's wrapper around the original, from outside the class's own files
+    Cheat(
+        "library_wrapper_on_a_tensor_method",
+        "torch.Tensor.backward = torch.no_grad()(torch.Tensor.backward)",
+        flag="Tensor.backward",
+    ),
     Cheat(
         "global_optimizer_hook",
         "from torch.optim.optimizer import register_optimizer_step_pre_hook\n"
