@@ -344,10 +344,11 @@ def _install():
                         _setattr(cls, name, saved[name])
                     else:
                         _delattr(cls, name)
-        for module_name, module, saved in module_dicts:
-            if modules.get(module_name) is not module:
+        for module_name, module in all_modules.items():  # what `import` in a test cell gets
+            if modules.get(module_name) is not module and module_name != "__main__":
                 found.append(f"sys.modules[{module_name!r}]")
                 modules[module_name] = module
+        for module_name, module, saved in module_dicts:
             current = _vars(module)
             for name, value in saved.items():
                 new = current.get(name, MISSING)

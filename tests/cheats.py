@@ -136,6 +136,13 @@ CHEATS = [
         "sys.modules['torch'] = _fake",
         flag="sys.modules",
     ),
+    # a module the tests import in a cell of their own (lesson 6's import pickle), swapped
+    Cheat(
+        "fake_module_a_test_imports",
+        "import sys, types\n_fake = types.ModuleType('pickle')\n_fake.loads = lambda *a, **k: None\n"
+        "sys.modules['pickle'] = _fake",
+        flag="sys.modules['pickle']",
+    ),
     Cheat(
         "meta_path_finder",
         "import sys\nclass _Finder:\n    def find_spec(self, *a, **k):\n        return None\n"
