@@ -54,15 +54,16 @@ def guard_dispatcher(torch, refuse):
             _type(dispatch) is key_type and key_name(dispatch) == "Meta"
         )
 
-    def impl(self, name, dispatch="", *args, **kwargs):
-        if is_torch_op(self, name) and not is_meta(dispatch):
-            refuse(what)
-        return originals["impl"](self, name, dispatch, *args, **kwargs)
+    def guard_named(method):
+        """`method(self, name, dispatch, ...)` of a library, refused for one of torch's operators."""
+        original = originals[method]
 
-    def impl_t_t(self, name, dispatch="", *args, **kwargs):
-        if is_torch_op(self, name) and not is_meta(dispatch):
-            refuse(what)
-        return originals["impl_t_t"](self, name, dispatch, *args, **kwargs)
+        def guard(self, name, dispatch="", *args, **kwargs):
+            if is_torch_op(self, name) and not is_meta(dispatch):
+                refuse(what)
+            return original(self, name, dispatch, *args, **kwargs)
+
+        return guard
 
     def impl_with_aoti_compile(self, ns, name, dispatch, *args, **kwargs):
         if (_type(ns) is not _str or ns in TORCH_NAMESPACES) and not is_meta(dispatch):
@@ -72,7 +73,11 @@ def guard_dispatcher(torch, refuse):
     def no_fallback(self, *args, **kwargs):
         refuse("a dispatcher fallback (torch.library)")
 
-    guards = {"impl": impl, "impl_t_t": impl_t_t, "impl_with_aoti_compile": impl_with_aoti_compile}
+    guards = {
+        "impl": guard_named("impl"),
+        "impl_t_t": guard_named("impl_t_t"),
+        "impl_with_aoti_compile": impl_with_aoti_compile,
+    }
     for name in guarded:
         if originals[name] is not None:
             setattr(module_type, name, guards.get(name, no_fallback))
