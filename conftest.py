@@ -62,7 +62,7 @@ def pytest_unconfigure(config):
 
 # The two longest tests (a whole class on a hub, in a browser): handed out first, so that the
 # short units fill the end of the run instead of one worker finishing them alone.
-LONGEST = ("tests/test_hub.py", "tests/test_lti_browser.py")
+LONGEST = ("tests/test_hub.py", "tests/test_lti.py")
 
 
 def pytest_collection_modifyitems(config, items):

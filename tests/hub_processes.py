@@ -1,4 +1,4 @@
-"""`make hub` in the tests that start one (test_hub.py, test_lti.py, test_lti_browser.py): the
+"""`make hub` in the tests that start one (test_hub.py, test_lti.py): the
 processes below it, the Linux accounts it makes, and a class on a hub with its LTI
 configuration and the project's own platform (lti_platform.py), stopped and removed afterwards.
 """

@@ -8,7 +8,8 @@ correctly and one not, both validate and submit; the second student's own
 kernel tries to read, list, change and remove the first one's hand-in and is
 refused by the operating system; the instructor collects, autogrades (the
 course's sandboxed engine) and releases feedback; both students fetch it and
-see their scores, computed from the exercise's own points. Then the grading
+see their scores, computed from the exercise's own points, and the first each test
+cell's; Formgrader's view of the forger's notebook names the attempt. Then the grading
 kernel's interpreter goes missing: Autograde says why and keeps the score the
 student has; and the first student hands in code that ends its own kernel,
 which is graded with the cell and the cause in the feedback. The hub and every
@@ -44,6 +45,7 @@ import submissions
 from browser_steps import assignments_panel, formgrader_action, lab_ready, open_notebook, type_answers
 from hub_processes import START_TIMEOUT
 from labserver import free_port
+from nbgrader.api import Gradebook
 
 from conftest import ROOT
 from grader.template import GRADER_KERNEL
@@ -160,7 +162,13 @@ attempt("read feedback folder", lambda: os.listdir({feedback!r}))
 attempt("read own hand-in", lambda: open({own!r}).read())"""
 
 
-def the_class(browser, port: int, state: Path, expected: dict[str, int], max_score: int):
+def notebook_id(db_url: str, student: str) -> str:
+    """The id of `student`'s 01_blocks notebook in the gradebook (Formgrader's URL for it)."""
+    with Gradebook(db_url) as gradebook:
+        return gradebook.find_submission_notebook(A, A, student).id
+
+
+def the_class(browser, port: int, state: Path, db_url: str, expected: dict[str, int], max_score: int):
     """Every step of the class, each person in their own browser context; returns the
     instructor's Formgrader frame and page, and the first student's page."""
     wrong = submissions.first_wrong(A)
@@ -245,6 +253,16 @@ def the_class(browser, port: int, state: Path, expected: dict[str, int], max_sco
         assert (
             f"{float(score)} / {float(max_score)}" in row.inner_text() or f"{score} / {max_score}" in row.inner_text()
         ), row.inner_text()
+    # Formgrader's view of the forger's notebook names the attempt, for whoever grades it.
+    view = teacher.context.new_page()
+    browser.pages.append(view)
+    view.goto(f"{service_lab.rsplit('/lab', 1)[0]}/formgrader/submissions/{notebook_id(db_url, BAD)}/")
+    view.locator("text=Notes from the grader").first.wait_for()
+    shot(view, "07_instructor_sees_the_flag")
+    body = view.locator("body").inner_text()
+    assert "Flagged for the instructor" in body and forger.name in body, body[:3000]
+    view.close()
+    browser.pages.remove(view)
     formgrader.locator("a", has_text="Manage Assignments").first.click()
     formgrader.locator("td", has_text=A).first.wait_for()
     formgrader_action(formgrader, A, "generate-feedback")
@@ -270,6 +288,9 @@ def the_class(browser, port: int, state: Path, expected: dict[str, int], max_sco
         assert f"not graded yet ({float(max_score - submissions.full_score(A))} points)" in text, text[:2000]
         assert grader_cases.HIDDEN_MESSAGE not in text and "BEGIN HIDDEN TESTS" not in text
         assert ("Flagged for the instructor" in text) == (name == BAD), text[:2000]
+        if name == GOOD:  # each autograded test cell, by its id, with the points it earned (all)
+            for test_id, points in submissions.points(A).items():
+                assert test_id in text and f"Score: {float(points)} / {float(points)}" in text, (test_id, text[:3000])
     return formgrader, teacher, students[GOOD]
 
 
@@ -358,7 +379,7 @@ def test_a_class_on_the_hub(hub):
     with sync_playwright() as playwright:
         browser = Browser(playwright, port)
         try:
-            formgrader, teacher, good = the_class(browser, port, state, expected, max_score)
+            formgrader, teacher, good = the_class(browser, port, state, hub["db_url"], expected, max_score)
             the_graders_failure_and_the_students_crash(teacher, formgrader, good, state, hub["db_url"])
         except BaseException:
             browser.shoot_all("zz_failure")

@@ -44,7 +44,7 @@ def page(lab):
         )
     from playwright.sync_api import sync_playwright
 
-    # Only this module's own screenshots (test_browser_handin.py writes handin_*.png).
+    # Only this module's own screenshots (the hub's and LTI's are in folders of their own).
     SHOTS.mkdir(exist_ok=True)
     for old in SHOTS.glob("0*.png"):
         old.unlink()

@@ -1,5 +1,7 @@
-"""LTI 1.3 without a browser: the real `make hub` with an LTI configuration and the
-project's own platform (tests/lti_platform.py, its own process and key), driven over HTTP.
+"""LTI 1.3: the real `make hub` with an LTI configuration and the project's own platform
+(tests/lti_platform.py, its own process and key, on 127.0.0.1 and another site than the
+hub's, as an LMS and a hub are), driven over HTTP and, last, in a browser. One hub serves
+the module: each test has people of its own.
 
 - a good launch signs a student in under a stable name (`lti-<sub>`) with an account and
   the students' group; instructors get Formgrader, students not; the AGS claim is kept;
@@ -7,7 +9,15 @@ project's own platform (tests/lti_platform.py, its own process and key), driven 
   deployment, missing or unknown roles) get an error page, never a session or an account;
 - `python -m grader lms push` sends each graded total once (re-runs send nothing,
   --force sends again, a lost record is rebuilt from the platform), retries LMS errors,
-  and a run that cannot finish lists who was and was not sent.
+  and a run that cannot finish lists who was and was not sent;
+- in Debian's chromium (Playwright, never a downloaded browser): the instructor launches
+  the hub from the platform's course page and releases 01_blocks in Formgrader; a student
+  launches from the same page, lands in JupyterLab, fetches the exercise and submits it,
+  and is refused Formgrader; the instructor collects, autogrades and grades the written
+  answer in Formgrader; `python -m grader lms push` sends the total, and the test reads it
+  on the platform's gradebook page. Screenshots go to screenshots/lti/ (git-ignored).
+  (Typing answers and validating in the browser is test_hub.py's; here the student's
+  answers are written to the fetched notebook, and the browser hands it in.)
 """
 
 from __future__ import annotations
@@ -24,10 +34,15 @@ from contextlib import redirect_stderr, redirect_stdout
 from html.parser import HTMLParser
 from unittest import mock
 
+import browser_steps
+import nbformat
 import pytest
 import requests
-from hub_processes import CLIENT_ID, PY, expected_name, lti_class
+import submissions
+from browser_steps import assignments_panel, formgrader_action, lab_ready
+from hub_processes import CLIENT_ID, PY, START_TIMEOUT, expected_name, lti_class
 from lti_platform import INSTRUCTOR, LEARNER, TEACHING_ASSISTANT, person
+from nbgrader.api import Gradebook
 
 from conftest import ROOT
 from grader.__main__ import main as grader_command
@@ -127,6 +142,7 @@ def may_open_formgrader(cls: dict, launch: Launch) -> bool:
 
 ANA, BEN, CLEO, DAN, EVA = "1001", "b6f3a2c4-5d1e-4f7a-9b8c-0d2e4f6a8b1c", "1003", "1004", "1005"
 INES, TARA, MIA = "a1f0c9e8-instructor", "1007", "1008"
+LEA, OMAR = "5001", "9c2d7e10-teacher"  # the browser test's student and instructor
 USERS = [
     person(ANA, "Ana Lima", [LEARNER]),
     person(BEN, "Ben Costa", [LEARNER]),
@@ -136,6 +152,8 @@ USERS = [
     person(INES, "Ines Prof", [INSTRUCTOR]),
     person(TARA, "Tara Assistant", [TEACHING_ASSISTANT]),
     person(MIA, "Mia Never", [LEARNER]),
+    person(LEA, "Lea Moreau", [LEARNER]),
+    person(OMAR, "Omar Haddad", [INSTRUCTOR]),
 ]
 
 
@@ -246,7 +264,7 @@ def test_the_token_endpoint_checks_the_client_assertion(cls):
 
 def push(cls, *flags: str) -> tuple[int, str]:
     """`python -m grader lms push`'s exit status and output, run in this process (a Python start
-    saved per push; tests/test_lti_browser.py runs the command itself), with short retry waits."""
+    saved per push; the browser test runs the command itself), with short retry waits."""
     out = io.StringIO()
     argv = ["lms", "push", A, "--root", str(cls["state"] / "course"), *flags]
     with mock.patch.dict(os.environ, GRADER_LMS_BACKOFF="0.02"), redirect_stdout(out), redirect_stderr(out):
@@ -268,9 +286,6 @@ def fail_next(cls, match: str = "", status: int = 503, count: int = 0) -> None:
 
 def grade(cls, student: str, code_fraction: float, written: float | None, invalid: str = "") -> None:
     """Put a graded submission into the hub's gradebook, as nbgrader's autograde and Formgrader would."""
-    import nbformat
-    from nbgrader.api import Gradebook
-
     with Gradebook(f"sqlite:///{cls['state'] / 'course' / 'gradebook.db'}") as gradebook:
         gradebook.update_or_create_student(student)
         try:
@@ -288,11 +303,13 @@ def grade(cls, student: str, code_fraction: float, written: float | None, invali
     folder.mkdir(parents=True, exist_ok=True)
     notebook = nbformat.v4.new_notebook(metadata={"grader": {"invalid": invalid or None, "flags": []}})
     nbformat.write(notebook, folder / f"{A}.ipynb")
+    # The grader's account owns what its Formgrader writes into (the browser test autogrades there).
+    grader = os.stat(cls["state"] / "course")
+    for path in (folder.parent.parent, folder.parent, folder, folder / f"{A}.ipynb"):
+        os.chown(path, grader.st_uid, grader.st_gid)
 
 
 def totals(cls) -> dict[str, float]:
-    from nbgrader.api import Gradebook
-
     with Gradebook(f"sqlite:///{cls['state'] / 'course' / 'gradebook.db'}") as gradebook:
         return {s.student.id: (s.score, s.max_score) for s in gradebook.assignment_submissions(A)}
 
@@ -441,3 +458,126 @@ def test_without_an_lti_configuration_the_hub_keeps_its_own_login(monkeypatch):
 def test_the_hub_has_no_password_login_with_lti(cls):
     answer = requests.get(f"{cls['hub']}/hub/lti13/oauth_login", timeout=30)
     assert answer.status_code == 400 and "only through their LMS" in answer.text
+
+
+# -- the class in a browser (last: its push would otherwise be in the counts above) ----------------
+
+SHOTS = ROOT / "screenshots" / "lti"
+
+
+def shot(page, name: str) -> None:
+    page.screenshot(path=SHOTS / f"{name}.png")
+
+
+def launch_from_the_lms(browser, cls: dict, sub: str):
+    """A person of the course opens the hub from the platform's course page, in their own context."""
+    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    page.set_default_timeout(90_000)
+    page.goto(cls["platform_url"] + "/")
+    page.locator(f'a.launch[data-user="{sub}"]').click()
+    page.locator("#launch").click()  # the launch page's form: the third-party initiated login
+    page.wait_for_url(f"**/user/{expected_name(sub)}/lab**", timeout=START_TIMEOUT * 1000)
+    lab_ready(page)
+    return page
+
+
+def answer_the_fetched_notebook(student: str) -> None:
+    """The model answers (code and written) in the student's fetched copy, owned by the student."""
+    account = pwd.getpwnam(student)
+    fetched = os.path.join(account.pw_dir, COURSE, A, f"{A}.ipynb")
+    nbformat.write(submissions.answered(A), fetched)
+    os.chown(fetched, account.pw_uid, account.pw_gid)
+
+
+def grade_written_answer(cls: dict, teacher, student: str) -> None:
+    """Full credit for the written answer, in Formgrader's grading view of the student's notebook."""
+    with Gradebook(f"sqlite:///{cls['state'] / 'course' / 'gradebook.db'}") as gradebook:
+        notebook_id = gradebook.find_submission_notebook(A, A, student).id
+    teacher.goto(
+        f"http://{COURSE}--service.localhost:{cls['port']}/services/{COURSE}/formgrader/submissions/{notebook_id}/"
+    )
+    written = teacher.locator(".panel-heading", has=teacher.locator("input.score.needs_manual_grade")).first
+    written.locator(".full-credit").click()
+    teacher.locator("input.score.needs_manual_grade").first.wait_for(state="detached")
+
+
+@pytest.mark.browser
+@pytest.mark.sandbox
+@pytest.mark.skipif(
+    not os.access(browser_steps.CHROMIUM, os.X_OK),
+    reason=f"{browser_steps.CHROMIUM} is absent: install Debian's chromium (apt-get install chromium; .ci/run does)",
+)
+def test_a_class_launched_from_the_lms_in_a_browser_gets_its_grades_back(cls):
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    student = expected_name(LEA)
+    service_lab = f"http://{COURSE}--service.localhost:{cls['port']}/services/{COURSE}/lab"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=browser_steps.CHROMIUM, args=browser_steps.CHROMIUM_ARGS)
+        pages = []
+        try:
+            # The instructor: from the LMS into the hub, then Formgrader releases the exercise.
+            teacher = launch_from_the_lms(browser, cls, OMAR)
+            pages.append(teacher)
+            shot(teacher, "01_instructor_launched")
+            formgrader = browser_steps.open_formgrader(teacher, service_lab)
+            formgrader_action(formgrader, A, "release")
+            shot(teacher, "02_instructor_released")
+
+            # The student: from the LMS into JupyterLab; fetch, answer, submit.
+            page = launch_from_the_lms(browser, cls, LEA)
+            pages.append(page)
+            shot(page, "03_student_launched")
+            panel = assignments_panel(page)
+            panel.locator("#released_assignments_list button", has_text="Fetch").first.click()
+            panel.locator("#fetched_assignments_list", has_text=A).first.wait_for()
+            answer_the_fetched_notebook(student)
+            panel.locator("#fetched_assignments_list button", has_text="Submit").first.click()
+            panel.locator("#submitted_assignments_list, .nbgrader-submitted", has_text=A).first.wait_for()
+            shot(page, "04_student_submitted")
+            page.goto(service_lab)  # a learner has no Formgrader
+            page.locator("text=403").first.wait_for()
+            shot(page, "05_student_refused_formgrader")
+
+            # The instructor: collect, autograde, grade the written answer.
+            formgrader_action(formgrader, A, "collect")
+            formgrader.locator("td.num-submissions a").first.click()
+            formgrader.locator("td", has_text=student).first.wait_for()
+            formgrader_action(formgrader, student, "autograde")
+            shot(teacher, "06_instructor_autograded")
+            grade_written_answer(cls, teacher, student)
+            shot(teacher, "07_instructor_graded_the_written_answer")
+
+            # Grades back to the LMS, read on its gradebook page.
+            done = subprocess.run(
+                [PY, "-m", "grader", "lms", "push", A, "--root", str(cls["state"] / "course")],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            assert done.returncode == 0, done.stdout + done.stderr
+            assert re.search(rf"sent +{student} \(LMS user {LEA}\)", done.stdout), done.stdout
+            exercise = submissions.exercise(A)
+            maximum = sum(
+                c.metadata["nbgrader"].get("points", 0)
+                for c in exercise.cells
+                if c.metadata.get("nbgrader", {}).get("grade")
+            )
+            gradebook = browser.new_context().new_page()
+            pages.append(gradebook)
+            gradebook.goto(cls["platform_url"] + "/gradebook")
+            row = gradebook.locator(f'tr[data-user="{LEA}"][data-item="{A}"]')
+            shot(gradebook, "08_lms_gradebook")
+            assert row.locator(".score").inner_text() == f"{maximum:g} / {maximum:g}", row.inner_text()
+            assert "Lea Moreau" in row.inner_text() and "/feedback" in row.inner_text()
+        except BaseException:
+            for number, open_page in enumerate(pages):
+                try:
+                    shot(open_page, f"zz_failure_{number}")
+                except Exception:  # a page that is gone has nothing to show
+                    pass
+            raise
+        finally:
+            browser.close()

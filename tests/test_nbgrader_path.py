@@ -58,8 +58,9 @@ def test_nbgrader_autograde_gives_the_graders_rows(cli_graded, kind):
 
 def test_nothing_is_dropped_and_the_reason_is_in_the_notebook_formgrader_shows(cli_graded):
     check_nothing_dropped(cli_graded)
-    nb = grading_checks.autograded(cli_graded["root"], "truncated", A)
-    assert nb.cells[0].id == "grader-notes" and "could not be read" in nb.cells[0].source
+    for student, reason in (("truncated", "could not be read"), ("empty", "could not be read (empty file)")):
+        nb = grading_checks.autograded(cli_graded["root"], student, A)
+        assert nb.cells[0].id == "grader-notes" and reason in nb.cells[0].source, (student, nb.cells[0].source)
 
 
 def _outputs(root, student):
