@@ -1,7 +1,6 @@
 """A Dask cluster started for a test (`dask scheduler` and `dask worker` processes on
-127.0.0.1) and a class graded through the grader's options: shared by test_dask.py,
-test_dask_deploy.py and test_gpu_sandbox.py, kept apart so that pytest-xdist runs the modules
-side by side."""
+127.0.0.1) and a class graded through the grader's options: shared by test_dask.py and
+test_gpu_sandbox.py, kept apart so that pytest-xdist runs the modules side by side."""
 
 import subprocess
 import sys

@@ -3,7 +3,7 @@ processes started here on 127.0.0.1 grade a class; the rows equal a `--jobs 1`
 run, the student code still runs sandboxed, a worker killed in the middle of a
 task loses no student, a task asking for a resource no worker offers is refused
 at once, and every process is gone afterwards. `--scheduler local`:
-test_dask_deploy.py; TLS with a GPU worker: test_gpu_sandbox.py."""
+test_not_graded_dask.py; TLS with a GPU worker: test_gpu_sandbox.py."""
 
 import subprocess
 import threading

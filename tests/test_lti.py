@@ -10,9 +10,9 @@ the module: each test has people of its own.
 - `python -m grader lms push` sends each graded total once (re-runs send nothing,
   --force sends again, a lost record is rebuilt from the platform), retries LMS errors,
   and a run that cannot finish lists who was and was not sent;
-- in Debian's chromium (Playwright, never a downloaded browser): the instructor launches
-  the hub from the platform's course page and releases 01_blocks in Formgrader; a student
-  launches from the same page, lands in JupyterLab, fetches the exercise and submits it,
+- in Debian's chromium (Playwright, never a downloaded browser): the instructor, launched
+  from the platform, releases 01_blocks in Formgrader; a student launches from the
+  platform's course page, lands in JupyterLab, fetches the exercise and submits it,
   and is refused Formgrader; the instructor collects, autogrades and grades the written
   answer in Formgrader; `python -m grader lms push` sends the total, and the test reads it
   on the platform's gradebook page. Screenshots go to screenshots/lti/ (git-ignored).
@@ -481,6 +481,22 @@ def launch_from_the_lms(browser, cls: dict, sub: str):
     return page
 
 
+def launched_in_a_browser(browser, cls: dict, sub: str):
+    """A person's launch made over HTTP (Launch, the same steps as a browser's), continued in a
+    browser context of their own with that hub session: no server of their own is started."""
+    launch = Launch(cls, sub)
+    assert launch.signed_in, launch.page_text()
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    hub_cookies = [c for c in launch.session.cookies if c.domain.split(".")[0] == "localhost"]
+    assert hub_cookies, list(launch.session.cookies)
+    context.add_cookies(
+        [{"name": c.name, "value": c.value, "domain": "localhost", "path": c.path} for c in hub_cookies]
+    )
+    page = context.new_page()
+    page.set_default_timeout(90_000)
+    return page
+
+
 def answer_the_fetched_notebook(student: str) -> None:
     """The model answers (code and written) in the student's fetched copy, owned by the student."""
     account = pwd.getpwnam(student)
@@ -517,11 +533,12 @@ def test_a_class_launched_from_the_lms_in_a_browser_gets_its_grades_back(cls):
         browser = playwright.chromium.launch(executable_path=browser_steps.CHROMIUM, args=browser_steps.CHROMIUM_ARGS)
         pages = []
         try:
-            # The instructor: from the LMS into the hub, then Formgrader releases the exercise.
-            teacher = launch_from_the_lms(browser, cls, OMAR)
+            # The instructor: launched from the LMS (over HTTP: the student's launch below is the
+            # browser's), then Formgrader releases the exercise.
+            teacher = launched_in_a_browser(browser, cls, OMAR)
             pages.append(teacher)
-            shot(teacher, "01_instructor_launched")
             formgrader = browser_steps.open_formgrader(teacher, service_lab)
+            shot(teacher, "01_instructor_in_formgrader")
             formgrader_action(formgrader, A, "release")
             shot(teacher, "02_instructor_released")
 

@@ -35,12 +35,13 @@ def docs_course(folder):
 
 
 def plain_scores(folder, handed_in: dict) -> dict[str, float]:
-    """nbgrader autograde, unchanged, on the hand-ins in submitted/<student>/<assignment>/."""
+    """nbgrader autograde, unchanged, on the hand-ins in submitted/<student>/<assignment>/ (one
+    run grades every student there, as `nbgrader autograde ps1` does for a class)."""
     for student, notebook in handed_in.items():
         target = folder / "submitted" / student / ASSIGNMENT
         target.mkdir(parents=True)
         nbformat.write(notebook, target / f"{ASSIGNMENT}.ipynb")
-        grader_cases.nbgrader(folder, "autograde", ASSIGNMENT, "--student", student)
+    grader_cases.nbgrader(folder, "autograde", ASSIGNMENT)
     with sqlite3.connect(folder / "gradebook.db") as db:
         rows = db.execute(
             "SELECT student.id, SUM(grade.auto_score) FROM grade "
@@ -56,7 +57,8 @@ def test_a_course_laid_out_as_nbgraders_docs_grades_as_plain_nbgrader_does(tmp_p
     kit = {s.student: s for s in submissions.standard(A)}
     handed_in = {student: s.notebook for student, s in kit.items()}
     ours = docs_course(tmp_path / "course101")
-    plain = docs_course(tmp_path / "plain")
+    plain = tmp_path / "plain"  # the same release, graded by nbgrader alone
+    shutil.copytree(ours, plain)
     downloads = tmp_path / "downloads"
     downloads.mkdir()
     for student, notebook in handed_in.items():

@@ -1,12 +1,17 @@
-"""A failure of the grader is never a student's zero, on a Dask cluster (`--scheduler local`):
-the grader's own failures are *not graded*, the student's own crashes graded (see
-test_not_graded.py for the outcomes)."""
+"""A failure of the grader is never a student's zero, on a Dask cluster (`--scheduler local`,
+the cluster the grader starts for itself): the grader's own failures are *not graded*, the
+student's own crashes graded (see test_not_graded.py for the outcomes), beside rows of other
+kinds. A cluster of its own processes: test_dask.py; TLS with a worker offering
+`--resources GPU=1`, as docs/cluster.md deploys it: test_gpu_sandbox.py, which `make test`
+runs again on a GPU where there is one."""
 
 from __future__ import annotations
 
 import grader_cases
 import grading_checks
+import nbformat
 import pytest
+import submissions
 from not_graded_cases import check_crashes_graded, grade_cli, write_class, write_crashes
 
 from grader import export, feedback
@@ -41,12 +46,20 @@ def test_on_a_dask_cluster_the_graders_failure_is_not_graded_too(tmp_path, cause
 
 
 def test_on_a_dask_cluster_the_students_own_crash_is_graded_too(tmp_path):
+    """`--scheduler local` starts a cluster of its own and grades the class there: the crashes
+    beside a correct notebook and a file that is not JSON, each with its own row."""
     root = tmp_path / "course"
     course.temporary_course(root, [A])
-    write_crashes(tmp_path / "class")
-    done = grade_cli(root, tmp_path / "class", grader_cases.cli_env(), "--scheduler", "local", timeout=5, jobs=1)
+    folder = tmp_path / "class"
+    write_crashes(folder)
+    nbformat.write(submissions.answered(A), folder / "ana.ipynb")
+    (folder / "dee.ipynb").write_text("{")
+    done = grade_cli(root, folder, grader_cases.cli_env(), "--scheduler", "local", timeout=5, jobs=1)
     assert done.returncode == 0, done.stdout + done.stderr
-    rows = export.read_csv(root / "grades" / f"{A}.csv")
-    assert {r["status"] for r in rows} == {"graded"}, rows
+    rows = {r["grader_id"]: r for r in export.read_csv(root / "grades" / f"{A}.csv")}
+    assert (rows["ana"]["status"], float(rows["ana"]["score"])) == ("graded", grader_cases.FULL)
+    assert rows["dee"]["status"] == "invalid" and "not valid JSON" in rows["dee"]["detail"], rows["dee"]
+    crashes = {name: row for name, row in rows.items() if name not in ("ana", "dee")}
+    assert {r["status"] for r in crashes.values()} == {"graded"}, crashes
     pages = {p.parent.parent.name: p.read_text() for p in feedback.generate(A, root=root)}
-    check_crashes_graded({r["grader_id"]: float(r["score"]) for r in rows}, pages)
+    check_crashes_graded({name: float(r["score"]) for name, r in crashes.items()}, pages)

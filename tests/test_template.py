@@ -2,8 +2,9 @@
 kernels started normally, and grade the same.
 
 One worker (--jobs 1, in this process, so its template is this process's)
-grades a hostile student first, then others; the same class is graded again
-with the template switched off, and every row must be equal.
+grades a hostile student first, then others; the hostile student and the probe
+after it are graded again with the template switched off, and their rows and
+what their kernels saw must be equal.
 """
 
 import asyncio
@@ -147,12 +148,18 @@ def graded(tmp_path_factory):
     }
     for name, nb in notebooks.items():
         nbformat.write(nb, folder / f"{name}.ipynb")
+    # Started normally (each kernel imports torch again): the hostile student and a probe after
+    # it are enough to compare; the forked run's others are checked against the expected rows.
+    compared = tmp / "compared"
+    compared.mkdir()
+    for name in ("a_hostile", "b_probe"):
+        shutil.copyfile(folder / f"{name}.ipynb", compared / f"{name}.ipynb")
     shared = template.template()
     shared.stop()  # this process's own template, not the session's (conftest.py): its life is checked
     starts = shared.starts
     forked_root, forked = _grade(tmp, folder, "forked", use_template=True)
     after = {"starts": shared.starts - starts, "alive": shared.alive(), "lingering": lingering()}
-    normal_root, normal = _grade(tmp, folder, "normal", use_template=False)
+    normal_root, normal = _grade(tmp, compared, "normal", use_template=False)
     return {"forked": forked, "normal": normal, "forked_root": forked_root, "normal_root": normal_root, "after": after}
 
 
@@ -175,6 +182,7 @@ def test_the_template_graded_every_kernel_and_survived_the_hostile_student(grade
 
 
 def test_grades_equal_a_normal_start(graded):
+    assert set(graded["normal"]) == {"a_hostile", "b_probe"}
     for student, row in graded["normal"].items():
         forked = graded["forked"][student]
         assert (forked.status, forked.score, forked.items, forked.detail) == (

@@ -20,7 +20,9 @@ test must pass, so the tests accept what the instructions allow.
 
 from __future__ import annotations
 
+import functools
 import re
+import types
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,6 +66,12 @@ def graded_cells(nb) -> list[dict]:
     return cells
 
 
+@functools.cache
+def compiled(source: str, name: str) -> types.CodeType:
+    """A cell's code, compiled once: the test suite runs each lesson's cells hundreds of times."""
+    return compile(source, name, "exec")
+
+
 def run(cells: list[dict], replace: dict[str, str] | None = None) -> dict[str, BaseException | None]:
     """Execute cells in order like a kernel that keeps going after errors.
 
@@ -80,7 +88,7 @@ def run(cells: list[dict], replace: dict[str, str] | None = None) -> dict[str, B
     for cell in cells:
         source = replace.get(cell["id"], cell["source"])
         try:
-            exec(compile(source, f"<cell {cell['id']}>", "exec"), namespace)
+            exec(compiled(source, f"<cell {cell['id']}>"), namespace)
             error = None
         except Exception as exc:  # a student's error is a result, not a crash
             error = exc
