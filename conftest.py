@@ -10,7 +10,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "tests"))
 # One CPU thread for torch in the test workers and every process they start (set before any
-# of them imports torch). The suite runs four workers and their kernels on a few cores; with
+# of them imports torch). The suite runs three workers and their kernels on a few cores; with
 # torch's default of a thread per core each, the threads compete and spin (OpenMP) instead
 # of working: the exercise checks alone took 48 s of CPU instead of 27. Grading kernels get
 # one thread anyway (grader/sandbox.py, KERNEL_THREADS).
@@ -60,14 +60,19 @@ def pytest_unconfigure(config):
         shared.stop()
 
 
-# The two longest tests (a whole class on a hub, in a browser): handed out first, so that the
-# short units fill the end of the run instead of one worker finishing them alone.
+# The two longest units (a whole class on a hub in a browser; the LTI hub's tests): handed out
+# first, so that the short units fill the end of the run instead of one worker finishing them alone.
 LONGEST = ("tests/test_hub.py", "tests/test_lti.py")
+# Units that mostly wait (lesson 7's test_timed sleeps about 14 s over its answer runs; the
+# time-limit cases wait out their limits): next, beside the busy first units, where a worker
+# that waits costs nothing, instead of at the end, where it left a core idle.
+WAITING = ("tests/test_exercises.py::TestAnswers_07_gpus", "tests/test_nbgrader_path_limits.py")
 
 
 def pytest_collection_modifyitems(config, items):
     """The order pytest-xdist hands out its units (pytest.ini: --no-loadscope-reorder): the two
-    longest tests, then what loadscope's own order would be (the units with the most tests first),
+    longest units, the units that mostly wait, then what loadscope's own order would be (the units
+    with the most tests first),
     among units of as many tests browser tests, then the other integration tests, then units and
     notebooks. A unit is what loadscope keeps on one worker: a module, a class or a notebook.
     (Every browser module first ran four browsers at once and was no faster.)"""
@@ -79,7 +84,8 @@ def pytest_collection_modifyitems(config, items):
 
     def rank(item) -> tuple:
         kind = 0 if item.path in browser else 1 if item.get_closest_marker("integration") else 2
-        return (not unit[id(item)].startswith(LONGEST), kind == 2, -size[unit[id(item)]], kind)
+        name = unit[id(item)]
+        return (not name.startswith(LONGEST), name not in WAITING, kind == 2, -size[name], kind)
 
     items.sort(key=rank)  # stable: each unit's tests stay together and in their order
 
