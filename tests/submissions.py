@@ -39,6 +39,11 @@ def full_score(assignment: str) -> int:
     return sum(points(assignment).values())
 
 
+def max_score(assignment: str) -> float:
+    """Every point of the released exercise: its autograded tests and its written answers."""
+    return sum(c.metadata["nbgrader"].get("points", 0) for c in exercise(assignment).cells if "nbgrader" in c.metadata)
+
+
 @dataclass
 class Submission:
     student: str

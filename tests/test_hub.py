@@ -172,7 +172,8 @@ def the_class(browser, port: int, state: Path, db_url: str, expected: dict[str, 
     """Every step of the class, each person in their own browser context; returns the
     instructor's Formgrader frame and page, and the first student's page."""
     wrong = submissions.first_wrong(A)
-    service_lab = f"http://{COURSE}--service.localhost:{port}/services/{COURSE}/lab"
+    service = f"http://{COURSE}--service.localhost:{port}/services/{COURSE}"
+    service_lab = f"{service}/lab"
     # Instructor: to Formgrader, framed in the course service's JupyterLab, and release 01_blocks.
     teacher = browser.login(INSTRUCTOR, next_url="/hub/home")
     teacher.wait_for_url("**/hub/home")
@@ -256,7 +257,7 @@ def the_class(browser, port: int, state: Path, db_url: str, expected: dict[str, 
     # Formgrader's view of the forger's notebook names the attempt, for whoever grades it.
     view = teacher.context.new_page()
     browser.pages.append(view)
-    view.goto(f"{service_lab.rsplit('/lab', 1)[0]}/formgrader/submissions/{notebook_id(db_url, BAD)}/")
+    view.goto(f"{service}/formgrader/submissions/{notebook_id(db_url, BAD)}/")
     view.locator("text=Notes from the grader").first.wait_for()
     shot(view, "07_instructor_sees_the_flag")
     body = view.locator("body").inner_text()
@@ -373,8 +374,7 @@ def test_a_class_on_the_hub(hub):
     assert "row 6 (Not A Name): not a valid account name" in hub["log"].read(), "a bad roster row is named"
     wrong = submissions.first_wrong(A)
     points = submissions.points(A)
-    exercise = submissions.exercise(A)
-    max_score = sum(c.metadata["nbgrader"].get("points", 0) for c in exercise.cells if "nbgrader" in c.metadata)
+    max_score = submissions.max_score(A)
     expected = {GOOD: submissions.full_score(A), BAD: submissions.full_score(A) - sum(points[t] for t in wrong.fails)}
     with sync_playwright() as playwright:
         browser = Browser(playwright, port)

@@ -505,13 +505,11 @@ def answer_the_fetched_notebook(student: str) -> None:
     os.chown(fetched, account.pw_uid, account.pw_gid)
 
 
-def grade_written_answer(cls: dict, teacher, student: str) -> None:
+def grade_written_answer(cls: dict, teacher, service: str, student: str) -> None:
     """Full credit for the written answer, in Formgrader's grading view of the student's notebook."""
     with Gradebook(f"sqlite:///{cls['state'] / 'course' / 'gradebook.db'}") as gradebook:
         notebook_id = gradebook.find_submission_notebook(A, A, student).id
-    teacher.goto(
-        f"http://{COURSE}--service.localhost:{cls['port']}/services/{COURSE}/formgrader/submissions/{notebook_id}/"
-    )
+    teacher.goto(f"{service}/formgrader/submissions/{notebook_id}/")
     written = teacher.locator(".panel-heading", has=teacher.locator("input.score.needs_manual_grade")).first
     written.locator(".full-credit").click()
     teacher.locator("input.score.needs_manual_grade").first.wait_for(state="detached")
@@ -567,7 +565,7 @@ def test_a_class_launched_from_the_lms_in_a_browser_gets_its_grades_back(cls):
             formgrader.locator("td", has_text=student).first.wait_for()
             formgrader_action(formgrader, student, "autograde")
             shot(teacher, "06_instructor_autograded")
-            grade_written_answer(cls, teacher, student)
+            grade_written_answer(cls, teacher, service, student)
             shot(teacher, "07_instructor_graded_the_written_answer")
 
             # Grades back to the LMS, read on its gradebook page.
@@ -580,12 +578,7 @@ def test_a_class_launched_from_the_lms_in_a_browser_gets_its_grades_back(cls):
             )
             assert done.returncode == 0, done.stdout + done.stderr
             assert re.search(rf"sent +{student} \(LMS user {LEA}\)", done.stdout), done.stdout
-            exercise = submissions.exercise(A)
-            maximum = sum(
-                c.metadata["nbgrader"].get("points", 0)
-                for c in exercise.cells
-                if c.metadata.get("nbgrader", {}).get("grade")
-            )
+            maximum = submissions.max_score(A)
             gradebook = browser.new_context().new_page()
             pages.append(gradebook)
             gradebook.goto(cls["platform_url"] + "/gradebook")
