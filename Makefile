@@ -9,7 +9,7 @@ PORT ?= 8888
 HUB_PORT ?= 8000
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup system-packages lab hub test test-fast lint exercises notebooks check-env grade feedback report bench clean
+.PHONY: setup system-packages lab hub test test-fast lint exercises notebooks check-env grade feedback report bench release clean
 
 setup: $(STAMP)
 
@@ -70,7 +70,7 @@ lint: setup
 
 # The edit loop's tier (under a minute): rules, sources, wrong answers, units;
 # no kernels, browsers or servers. `make test` stays the whole check.
-FAST_TESTS := tests/test_rules.py tests/test_sources.py tests/test_sanitizer.py tests/test_exercises.py tests/test_units.py
+FAST_TESTS := tests/test_rules.py tests/test_sources.py tests/test_sanitizer.py tests/test_exercises.py tests/test_units.py tests/test_release.py
 test-fast: setup
 	$(PY) -m pytest -p no:nbval -o addopts="-n 2 --dist loadscope -p no:cacheprovider" $(FAST_TESTS)
 
@@ -80,6 +80,12 @@ exercises: setup
 # Rebuild notebooks from lessons/*/ text sources and store fresh outputs.
 notebooks: setup
 	$(PY) -m tools.notebooks build --execute $(LESSON)
+
+# What students get, and nothing else (no solutions, hidden tests or lesson sources):
+# make release OUT=folder-or-file.zip [COLAB=owner/repo@branch]; badges: release.toml.
+release: setup
+	@test -n "$(OUT)" || { echo "usage: make release OUT=FOLDER (or FILE.zip) [COLAB=OWNER/REPO@BRANCH]"; exit 2; }
+	$(PY) -m tools.release "$(OUT)" $(if $(COLAB),--colab "$(COLAB)",)
 
 check-env: setup
 	@$(PY) -m tools.check_env
