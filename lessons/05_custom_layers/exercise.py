@@ -312,6 +312,7 @@ assert _x.grad is not None, "Gradients should also flow back to the input x."
 # dimension has length `n`, it returns the first `(n + 1) // 2` coefficients of
 # the discrete Fourier transform `torch.fft.fft` along the last dimension. All
 # other dimensions (batches) are kept as they are; `n` may be odd or even.
+# Like any layer in a network, it must let gradients flow back to its input.
 
 # %% answer grade_id="FourierHalf"
 class FourierHalf(nn.Module):
@@ -341,6 +342,16 @@ _check_fourier(torch.tensor([0.0, 1.0, 0.0]), torch.tensor([1, -0.5 - 0.75 ** 0.
 _check_fourier(torch.tensor([[1.0, 2.0, 3.0, 4.0], [1.0, 1.0, 1.0, 1.0]]),
                torch.tensor([[10, -2 + 2j], [4, 0j]]))
 assert len(list(FourierHalf().parameters())) == 0, "FourierHalf should own no parameters."
+# Gradients flow back through the transform. For [1, 2, 3, 4] the real loss
+# Re c_0 + Im c_0 + Re c_1 + Im c_1 has d/dx_j = sum over k of cos(2 pi j k / n) - sin(2 pi j k / n):
+# k = 0 adds 1 to every j, k = 1 adds [1, -1, -1, 1], so the gradient is [2, 0, 0, 2].
+_X = torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+_out = FourierHalf()(_X)
+assert _out.requires_grad, \
+    "The output is cut off from autograd (no grad_fn), so no gradient reaches the layers before it: transform with torch.fft, not through numpy or a detached copy."
+torch.view_as_real(_out).sum().backward()
+assert _X.grad is not None and torch.allclose(_X.grad, torch.tensor([2.0, 0.0, 0.0, 2.0]), atol=1e-5), \
+    f"The gradient of Re + Im of the kept coefficients should be [2, 0, 0, 2], got {_X.grad}: keep the transform in torch's graph."
 ### BEGIN HIDDEN TESTS
 def _dft_half(X):
     """The first (n + 1) // 2 DFT coefficients from the definition, as a matrix product in double precision."""
@@ -364,6 +375,25 @@ _check_random_fourier((4, 2), seed=46)
 _check_random_fourier((3,), seed=47)
 _check_random_fourier((6, 6), seed=48, dtype=torch.float64)
 _check_random_fourier((4, 5, 6), seed=49, dtype=torch.float64)
+
+
+def _check_fourier_gradient(shape, seed):
+    """The gradient of a random real loss of the output, against the definition's, through autograd."""
+    torch.manual_seed(seed)
+    X = torch.randn(shape, dtype=torch.float64, requires_grad=True)
+    X_ref = X.detach().clone().requires_grad_()
+    out = FourierHalf()(X)
+    assert out.requires_grad, \
+        "The output is cut off from autograd (no grad_fn): transform with torch.fft, not through numpy or a detached copy."
+    G = torch.randn(*out.shape, 2, dtype=torch.float64)
+    (torch.view_as_real(out) * G).sum().backward()
+    (torch.view_as_real(_dft_half(X_ref)) * G).sum().backward()
+    assert X.grad is not None and torch.allclose(X.grad, X_ref.grad, atol=1e-6), \
+        f"For input shape {tuple(shape)} the gradient reaching the input is wrong: keep the transform in torch's graph."
+
+_check_fourier_gradient((6,), seed=50)
+_check_fourier_gradient((3, 7), seed=51)
+_check_fourier_gradient((2, 2, 5), seed=52)
 ### END HIDDEN TESTS
 
 # %% [markdown]

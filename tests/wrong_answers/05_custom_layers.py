@@ -143,3 +143,10 @@ class TensorReduction(nn.Module):
 class CenteredLayer(nn.Module):
     def forward(self, X):
         return X - X.mean().item()
+
+# %% wrong id=FourierHalf -- computes the transform with numpy, which cuts the graph: no gradient reaches the input
+class FourierHalf(nn.Module):
+    def forward(self, X):
+        import numpy as np
+        n = X.shape[-1]
+        return torch.from_numpy(np.fft.fft(X.detach().cpu().numpy()))[..., : (n + 1) // 2]
