@@ -264,9 +264,12 @@ assert _calls, "load_checkpoint should pass its map_location argument on to torc
 def atomic_save(obj, path):
     ### BEGIN SOLUTION
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    tmp = path.with_name(f"{path.name}.{os.urandom(8).hex()}.tmp")
+    # "x": a new file, created with the mode a plain save gives (the umask's); mkstemp's
+    # file would be readable by its owner only, and os.replace keeps that mode.
+    f = open(tmp, "xb")
     try:
-        with os.fdopen(fd, "wb") as f:
+        with f:
             torch.save(obj, f)
             f.flush()
             os.fsync(f.fileno())
@@ -595,9 +598,11 @@ assert not torch.equal(_fresh[0].weight, _state["0.weight"]), \
 # Write `safe_load(path)`: it loads files holding tensors, lists, tuples, dicts,
 # numbers, strings, `None` and `state_dict`s, onto the CPU, and **raises an
 # exception** for a file whose pickle would construct arbitrary objects or call
-# arbitrary functions. It must never fall back to an unsafe load, and it must
-# not trust a file just because the file says which classes it needs. `path`
-# may be a string or a `pathlib.Path`.
+# arbitrary functions. It must never fall back to an unsafe load, it must not
+# trust a file just because the file says which classes it needs, and it must
+# not rely on torch's default for `weights_only` (`False` before torch 2.6, and
+# an environment variable can still switch it off). `path` may be a string or a
+# `pathlib.Path`.
 
 # %% answer grade_id="safe_load"
 def safe_load(path):
@@ -607,6 +612,8 @@ def safe_load(path):
 
 # %% tests grade_id="test_safe_load" points=2
 import argparse
+import contextlib
+import warnings
 
 
 class _Payload:
@@ -634,6 +641,26 @@ def _refused(path):
     except Exception:
         return True
     return False
+
+
+@contextlib.contextmanager
+def _weights_only_default_off():
+    """torch.load as torch before 2.6 had it: weights_only=False unless the call says otherwise.
+    torch.load reads the environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD at every call
+    (torch/serialization.py); its opposite, TORCH_FORCE_WEIGHTS_ONLY_LOAD, is unset meanwhile."""
+    names = ("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")
+    saved = {name: os.environ.pop(name, None) for name in names}
+    os.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch warns when it applies the variable
+            yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 with tempfile.TemporaryDirectory() as _folder:
@@ -669,6 +696,11 @@ with tempfile.TemporaryDirectory() as _folder:
     torch.save({"w": torch.ones(2), "extra": _Payload()}, _evil)
     assert _refused(_evil), \
         "safe_load ran a malicious pickle instead of raising: load with weights_only=True and never fall back to weights_only=False."
+    with _weights_only_default_off():
+        _refused_anyway = _refused(_evil)
+    assert _refused_anyway, \
+        "Where torch.load's default is weights_only=False (torch before 2.6, or TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1), " \
+        "safe_load ran a malicious pickle: pass weights_only=True yourself instead of relying on the default."
     _odd = os.path.join(_folder, "hyperparameters.pt")
     torch.save({"w": torch.ones(2), "args": argparse.Namespace(lr=0.1)}, _odd)
     assert _refused(_odd), \
@@ -698,6 +730,10 @@ with tempfile.TemporaryDirectory() as _folder:
     assert _refused(_folder / "deep.pt"), "A malicious object nested deep inside a list must be refused as well."
     torch.save([argparse.Namespace(seed=1)], _folder / "namespace.pt")
     assert _refused(str(_folder / "namespace.pt")), "An object of an arbitrary class inside a list must be refused as well."
+    with _weights_only_default_off():
+        _refused_anyway = _refused(_folder / "deep.pt") and _refused(_folder / "namespace.pt")
+    assert _refused_anyway, \
+        "Where torch.load defaults to weights_only=False, safe_load built arbitrary objects: pass weights_only=True yourself."
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -725,7 +761,8 @@ with tempfile.TemporaryDirectory() as _folder:
 #   `state_dict`s, the epoch and every RNG state the training draws from (moved
 #   back to the CPU whatever `map_location` did).
 # - Write to a temporary file in the same folder, then `os.replace`: the old
-#   file survives a crash, and the error still reaches the caller.
+#   file survives a crash, and the error still reaches the caller. (`mkstemp`
+#   makes a file only its owner can read; `open(tmp, "xb")` gives the usual mode.)
 # - `load_state_dict(..., strict=False)` with a filtered dict loads part of a
 #   model.
 # - `weights_only=True` refuses pickles that would run code; never fall back to

@@ -397,3 +397,7 @@ def safe_load(path):
 # %% wrong id=safe_load -- loads safely but leaves tensors on the device they were saved from
 def safe_load(path):
     return torch.load(path, weights_only=True)
+
+# %% wrong id=safe_load -- relies on torch.load's default weights_only, which is True only since torch 2.6 and can be switched off
+def safe_load(path):
+    return torch.load(path, map_location="cpu")
