@@ -5,9 +5,12 @@
 
 Run as root: it creates a Linux account for everyone in the roster. Then:
 
-1. It starts itself again inside bubblewrap, in a private PID namespace, so
+1. It stages copies of the assignments' sources for the grader in a root-only
+   folder, then starts itself again inside bubblewrap, in a private PID namespace, so
    that every process the hub starts (proxy, servers, kernels, Formgrader) ends
-   when the hub ends. In that namespace's view of the file system, a private
+   when the hub ends. Inside, the checkout shows only what the class runs and
+   reads (CHECKOUT_SEEN_BY_THE_CLASS): no solutions, lesson sources, tests or git
+   history, for students' servers or anyone else. In that namespace's view of the file system, a private
    folder on the way to what the class must run (the venv's Python may live
    under /root, which is 0700) is replaced by an empty, traversable folder
    holding only what is needed: root's own files stay out of sight.
@@ -191,8 +194,16 @@ def hidden_by(path: Path) -> Path | None:
     return None
 
 
+# What of this checkout the class's processes see: the environment, the grader and the hub's own
+# files, the released exercises and the lectures. The rest (solutions/, lessons/, tests/ with their
+# right answers, .git's history, the instructor's own gradebook and hand-ins) is an empty folder to
+# everyone inside the hub, root included; the grader's copies of the sources are staged before.
+CHECKOUT_SEEN_BY_THE_CLASS = (".venv", "grader", "hub", "exercises", "course", "nbgrader_config.py", "pyproject.toml")
+
+
 def namespace_command(state: Path) -> list[str]:
-    """bubblewrap around the hub: own PID namespace, private folders opened up to what the class needs."""
+    """bubblewrap around the hub: own PID namespace, private folders opened up to what the class needs,
+    and of the checkout only CHECKOUT_SEEN_BY_THE_CLASS."""
     if shutil.which("bwrap") is None:
         fail("bubblewrap is missing: `sudo apt-get install bubblewrap` (make test installs it).")
     needed = sorted({Path(os.path.realpath(p)) for p in (sys.base_prefix, sys.prefix, ROOT, state)})
@@ -213,7 +224,35 @@ def namespace_command(state: Path) -> list[str]:
             if folder.is_relative_to(top) and folder != top:
                 args += ["--perms", "0755", "--dir", str(folder)]
         args += ["--bind", str(path), str(path)]
+    # The checkout, cut down to what the class needs; then what lives inside it (state, venv) again.
+    args += ["--perms", "0755", "--tmpfs", str(ROOT)]
+    for name in CHECKOUT_SEEN_BY_THE_CLASS:
+        if (ROOT / name).exists():
+            args += ["--bind", str(ROOT / name), str(ROOT / name)]
+    for path in needed:
+        if path != ROOT and path.is_relative_to(ROOT):
+            for folder in reversed(path.parents):  # its way down, unless a folder shown above holds it
+                if folder.is_relative_to(ROOT) and folder != ROOT:
+                    if folder.relative_to(ROOT).parts[0] not in CHECKOUT_SEEN_BY_THE_CLASS:
+                        args += ["--perms", "0755", "--dir", str(folder)]
+            args += ["--bind", str(path), str(path)]
     return args
+
+
+def stage_sources(state: Path, assignments: list[str]) -> Path:
+    """Copies of the sources and releases the grader's course starts from, made before the hub's
+    namespace hides solutions/, in a folder only root can enter."""
+    private = state / "hub"
+    private.mkdir(mode=0o700, exist_ok=True)
+    os.chmod(private, 0o700)
+    staged = private / "sources"
+    for assignment in assignments:
+        for kind in ("solutions", "exercises"):
+            target = staged / kind / assignment
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.copytree(ROOT / kind / assignment, target)
+    return staged
 
 
 # -- inside: accounts, course, exchange --------------------------------------------------
@@ -322,7 +361,7 @@ def course_folder(
         for kind in ("solutions", "exercises"):
             target = folder / kind / assignment
             if not target.exists():
-                shutil.copytree(ROOT / kind / assignment, target)
+                shutil.copytree(state / "hub" / "sources" / kind / assignment, target)
     (folder / "nbgrader_config.py").write_text(
         COURSE_CONFIG.format(
             config=str(ROOT / "nbgrader_config.py"),
@@ -411,7 +450,8 @@ def main() -> None:
     state = Path(os.environ.get("HUB_STATE") or ROOT / ".hub").resolve()
     roster = Path(os.environ.get("HUB_ROSTER") or HUB / "roster.csv").resolve()
     db_url = os.environ.get("HUB_DB_URL", "")
-    all_ids = sorted(p.name for p in (ROOT / "solutions").iterdir() if (p / f"{p.name}.ipynb").exists())
+    # The released exercises name the assignments (inside the hub's namespace solutions/ is hidden).
+    all_ids = sorted(p.name for p in (ROOT / "exercises").iterdir() if (p / f"{p.name}.ipynb").exists())
     assignments = (os.environ.get("HUB_ASSIGNMENTS") or "").split() or all_ids
     unknown = sorted(set(assignments) - set(all_ids))
     if unknown:
@@ -427,6 +467,7 @@ def main() -> None:
         return
     state.mkdir(parents=True, exist_ok=True)
     os.chmod(state, 0o755)  # students reach the exchange inside it
+    stage_sources(state, assignments)
     command = namespace_command(state) + ["--", sys.executable, __file__, "--inside"]
     os.execvp(command[0], command)
 

@@ -152,6 +152,8 @@ def attempt(what, action):
         print(what, "ALLOWED")
     except PermissionError:
         print(what, "DENIED")
+    except FileNotFoundError:
+        print(what, "DENIED (not there)")
 attempt("list inbound", lambda: os.listdir({inbound!r}))
 attempt("read hand-in", lambda: open({notebook!r}).read())
 attempt("overwrite hand-in", lambda: open({notebook!r}, "w").write("{{}}"))
@@ -159,6 +161,12 @@ attempt("add to hand-in", lambda: open(os.path.join({handin!r}, "extra.ipynb"), 
 attempt("rename hand-in", lambda: os.rename({handin!r}, {handin!r} + "x"))
 attempt("read home copy", lambda: open({home_copy!r}).read())
 attempt("read feedback folder", lambda: os.listdir({feedback!r}))
+attempt("read the solutions", lambda: open({solution!r}).read())
+attempt("read the lesson sources", lambda: open({lesson!r}).read())
+attempt("read the answer fixtures", lambda: open({fixtures!r}).read())
+attempt("read git's history", lambda: os.listdir({git!r}))
+attempt("list the grader's course", lambda: os.listdir({graders_course!r}))
+attempt("read the staged sources", lambda: os.listdir({staged!r}))
 attempt("read own hand-in", lambda: open({own!r}).read())"""
 
 
@@ -223,8 +231,16 @@ def the_class(browser, port: int, state: Path, db_url: str, expected: dict[str, 
         notebook=str(handin / f"{A}.ipynb"),
         home_copy=f"{pwd.getpwnam(GOOD).pw_dir}/{COURSE}/{A}/{A}.ipynb",
         feedback=str(state / "exchange" / COURSE / "feedback"),
+        solution=str(ROOT / "solutions" / A / f"{A}.ipynb"),
+        lesson=str(ROOT / "lessons" / A / "exercise.py"),
+        fixtures=str(ROOT / "tests" / "wrong_answers" / f"{A}.py"),
+        git=str(ROOT / ".git"),
+        graders_course=str(state / "course"),  # the gradebook, the sources, every hand-in
+        staged=str(state / "hub" / "sources"),
         own=str(own),
     )
+    hidden = [ROOT / "solutions" / A, ROOT / "lessons" / A, ROOT / "tests" / "wrong_answers", ROOT / ".git"]
+    assert all(path.exists() for path in hidden), "the probe would prove nothing: these exist outside the hub"
     page = students[BAD]
     notebook = open_notebook(page)
     notebook.locator(".jp-Cell").last.click()
@@ -238,7 +254,9 @@ def the_class(browser, port: int, state: Path, db_url: str, expected: dict[str, 
     shot(page, "06_second_student_refused")
     lines = output.inner_text().strip().splitlines()
     # All of the first student's work is refused; the student's own hand-in is not (the probe works).
-    assert len(lines) == 8 and all(line.endswith("DENIED") for line in lines[:-1]), "\n".join(lines)
+    # So is every file of the instructor's: the checkout's solutions, sources, tests and history
+    # (not even there for the student), the grader's course with its gradebook, the staged sources.
+    assert len(lines) == 14 and all("DENIED" in line for line in lines[:-1]), "\n".join(lines)
     assert lines[-1] == "read own hand-in ALLOWED", "\n".join(lines)
 
     # Instructor: collect, autograde each hand-in, generate and release feedback.
