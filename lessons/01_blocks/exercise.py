@@ -285,7 +285,9 @@ assert all(_big[i].weight.abs().sum() > 0 for i in range(1, 6)), \
 # `W` (a matrix product, the weight on the right; note that `F.linear(X, W)`
 # would compute `X @ W.T` instead), add 1 and apply ReLU; apply the *same*
 # linear layer again; then, while the sum of absolute values is greater than 1,
-# halve it; return the sum of all entries (a scalar).
+# halve it; return the sum of all entries (a scalar). Both uses of the linear
+# layer are part of the computation that `backward()` differentiates, and after
+# `net.to(torch.float64)` the net runs on float64 inputs.
 
 # %% answer grade_id="FixedHiddenMLP"
 class FixedHiddenMLP(nn.Module):
@@ -316,16 +318,6 @@ def _parts(net):
     assert len(constants) == 1, "Expected one constant (in_features, in_features) weight besides the linear layer."
     return constants[0], linear
 
-def _reference(net, X):
-    """The expected output, computed from the net's own constant weight and linear layer."""
-    weight, linear = _parts(net)
-    with torch.no_grad():
-        X = F.relu(linear(X) @ weight + 1)
-        X = linear(X)
-        while X.abs().sum() > 1:
-            X = X / 2
-        return X.sum()
-
 torch.manual_seed(5)
 _net = FixedHiddenMLP()
 _X = torch.rand(2, 20)
@@ -349,17 +341,45 @@ assert _hand != 1.0, "The constant weight is applied as X @ W.T (F.linear(X, W) 
 assert abs(_hand - 0.625) < 1e-6, \
     f"For the worked example the output should be 0.625, got {_hand}: check the order linear -> X @ W + 1 -> relu -> same linear -> halve -> sum."
 ### BEGIN HIDDEN TESTS
-assert torch.allclose(_net(_X), _reference(_net, _X)), "The output differs from the specified computation."
+def _reference(net, X):
+    """The specified computation on the net's own constant and linear layer (copied, so the net's
+    gradients stay untouched): its output and d(output)/d(the layer's weight and bias)."""
+    constant, linear = _parts(net)
+    weight, bias = (t.detach().clone().requires_grad_(True) for t in (linear.weight, linear.bias))
+    H = F.relu(F.linear(X, weight, bias) @ constant.detach() + 1)
+    H = F.linear(H, weight, bias)
+    while H.abs().sum() > 1:
+        H = H / 2
+    y = H.sum()
+    y.backward()
+    return y.detach(), weight.grad, bias.grad
+
+def _close(got, want):
+    return got is not None and got.shape == want.shape and bool((got - want).norm() <= 1e-4 * want.norm() + 1e-12)
+
+def _check(net, X, case):
+    want, weight_grad, bias_grad = _reference(net, X)
+    _, linear = _parts(net)
+    net.zero_grad()
+    got = net(X)
+    assert torch.allclose(got, want), f"The output differs from the specified computation {case}."
+    assert got.requires_grad, \
+        f"The output carries no gradient {case}: is the whole forward run under torch.no_grad(), or the result detached?"
+    got.backward()
+    assert _close(linear.weight.grad, weight_grad) and _close(linear.bias.grad, bias_grad), \
+        f"The linear layer's gradient differs from the specified computation's {case}: both uses of the layer must " \
+        "reach backward; is one of them run under torch.no_grad() or detached?"
+
+_check(_net, _X, "on the first example")
 torch.manual_seed(6)
 _net = FixedHiddenMLP(7)
 _X = torch.rand(3, 7) * 10
 _y = _net(_X)
-assert torch.allclose(_y, _reference(_net, _X)), "The output differs from the specified computation."
 assert abs(_y.item()) <= 1 + 1e-6, "After the loop the absolute sum is at most 1: is the while-loop there?"
 assert torch.equal(_net(_X), _y), "Two calls on the same input should agree: is the constant drawn in forward?"
+_check(_net, _X, "for in_features=7")
 _big = FixedHiddenMLP(30)
-_Z = torch.rand(4, 30) * 100
-assert torch.allclose(_big(_Z), _reference(_big, _Z)), "The output differs on a large input."
+_check(_big, torch.rand(4, 30) * 100, "on a large input")
 ### END HIDDEN TESTS
 
 # %% tests grade_id="test_FixedHiddenMLP_buffer" points=1
@@ -372,6 +392,13 @@ assert len(list(_net.parameters())) == 2, \
     "Only the linear layer's weight and bias should be parameters: is the constant an nn.Parameter, or are there two linear layers?"
 assert all(name in _net.state_dict() for name, _ in _net.named_buffers()), \
     "The constant weight is missing from the state_dict, so a saved model would lose it: register a persistent buffer (no persistent=False)."
+_net.to(torch.float64)
+try:
+    _y64, _error = _net(torch.rand(2, 20, dtype=torch.float64)), ""
+except RuntimeError as _e:
+    _y64, _error = None, f" (it raised: {_e})"
+assert _y64 is not None and _y64.dtype == torch.float64, \
+    f"After net.to(torch.float64), forward on a float64 input should run in float64{_error}: does forward use a tensor that .to() does not convert, such as a plain attribute kept next to the buffer?"
 ### BEGIN HIDDEN TESTS
 torch.manual_seed(6)
 _net = FixedHiddenMLP(7)
@@ -384,6 +411,12 @@ assert _lin.weight.grad is not None, "Gradients should reach the linear layer."
 assert not list(_net.buffers())[0].requires_grad, "The constant weight must not require gradients."
 _net.to(torch.float64)
 assert list(_net.buffers())[0].dtype == torch.float64, ".to() should convert the constant too: it must be a buffer."
+_other = FixedHiddenMLP(7)
+_net.load_state_dict(_other.state_dict())
+_X = torch.rand(3, 7) * 10
+# (a forward that draws its constant anew is test_FixedHiddenMLP's to fail, not this clause's)
+assert not torch.equal(_other(_X), _other(_X)) or torch.allclose(_net(_X.double()).float(), _other(_X), rtol=1e-4, atol=1e-6), \
+    "After load_state_dict, forward should use the loaded constant: does forward read a tensor other than the registered buffer (a plain attribute that .to() left behind)?"
 _W = list(FixedHiddenMLP(50).buffers())[0]
 assert bool((_W >= 0).all() and (_W < 1).all()), \
     "The constant weight should be drawn with torch.rand, uniform on [0, 1); some values fall outside (torch.randn?)."

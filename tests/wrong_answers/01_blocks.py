@@ -371,3 +371,35 @@ class FixedHiddenMLP(nn.Module):
         while X.abs().sum() > 1:
             X = X / 2
         return X.sum()
+
+# %% wrong id=FixedHiddenMLP -- runs the shared layer's first use under torch.no_grad(), so its gradient misses that use's share
+class FixedHiddenMLP(nn.Module):
+    def __init__(self, in_features=20):
+        super().__init__()
+        self.register_buffer("rand_weight", torch.rand(in_features, in_features))
+        self.linear = nn.Linear(in_features, in_features)
+
+    def forward(self, X):
+        with torch.no_grad():
+            X = self.linear(X)
+        X = F.relu(X @ self.rand_weight + 1)
+        X = self.linear(X)
+        while X.abs().sum() > 1:
+            X = X / 2
+        return X.sum()
+
+# %% wrong id=FixedHiddenMLP fails=test_FixedHiddenMLP_buffer -- keeps the constant as a plain attribute and registers the same tensor as a buffer for show, so after .to() forward still uses the old one
+class FixedHiddenMLP(nn.Module):
+    def __init__(self, in_features=20):
+        super().__init__()
+        self.W = torch.rand(in_features, in_features)
+        self.register_buffer("rand_weight", self.W)
+        self.linear = nn.Linear(in_features, in_features)
+
+    def forward(self, X):
+        X = self.linear(X)
+        X = F.relu(X @ self.W + 1)
+        X = self.linear(X)
+        while X.abs().sum() > 1:
+            X = X / 2
+        return X.sum()
