@@ -26,6 +26,7 @@
 
 # %%
 import math
+from collections import OrderedDict
 
 import matplotlib.pyplot as plt
 import torch
@@ -156,7 +157,8 @@ print(f"{net[0].weight.std().item():.2f}", net[0].bias.abs().max().item())
 # alike: they stay identical copies, and a layer of 8 units works like a layer
 # of one. (Only the output layer's units can part ways, when the loss compares
 # each output with its own target; the hidden units below still move alike.)
-# That is why nobody starts a whole network from constants.
+# That holds as long as the network treats every hidden unit alike on every
+# step, as this deterministic one does; dropout is the exception, shown next.
 
 # %%
 def init_constant(m):
@@ -169,6 +171,27 @@ net.apply(init_constant)
 net(torch.rand(3, 4)).sum().backward()
 g = net[0].weight.grad
 print("all rows of the gradient equal:", torch.allclose(g, g[0].expand_as(g)))
+
+# %% [markdown]
+# Dropout treats the units differently: each step drops a random set of them,
+# so each unit sees its own share of the gradient, and the rows part ways at
+# the first step. That is still no reason to start from constants: the units
+# then differ only by the noise of their masks, not by a spread of starting
+# points chosen to keep the signal's scale (the rest of this lesson).
+
+# %%
+torch.manual_seed(12)
+dropnet = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Dropout(0.5), nn.Linear(8, 1))
+dropnet.apply(init_constant)
+x, y = torch.rand(16, 4), torch.rand(16, 1)
+print("distinct rows of the first weight before training:", len(torch.unique(dropnet[0].weight.detach(), dim=0)))
+for step in range(1, 4):
+    dropnet.zero_grad()
+    nn.functional.mse_loss(dropnet(x), y).backward()
+    with torch.no_grad():
+        for param in dropnet.parameters():
+            param -= 0.01 * param.grad  # one plain gradient-descent step
+    print(f"after step {step}:", len(torch.unique(dropnet[0].weight.detach(), dim=0)), "of 8")
 
 # %% [markdown]
 # One constant layer among random ones is usually harmless, though, as long as
@@ -304,13 +327,24 @@ print(all(torch.equal(p, q) for p, q in zip(net_a.parameters(), net_b.parameters
 # The global seed also decides everything drawn later (dropout, data order). To
 # keep initialization independent of that, the `nn.init` functions accept their
 # own `torch.Generator`.
+#
+# A generator belongs to one kind of device, the CPU unless created with
+# `torch.Generator(device=...)`, and torch refuses to draw numbers for a CUDA
+# tensor from a CPU generator (it checks that the two device types match). A
+# generator on the tensor's device works, but a CUDA generator gives other
+# numbers than the CPU's for the same seed. So `seeded_init` draws each weight
+# on the CPU and copies it into the layer: it works wherever the model lives,
+# and gives the same numbers on every machine.
 
 # %%
 def seeded_init(net, seed):
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)  # a CPU generator
     for m in net.modules():
         if isinstance(m, nn.Linear):
-            nn.init.kaiming_uniform_(m.weight, nonlinearity="relu", generator=generator)
+            weight = torch.empty(m.weight.shape)      # drawn on the CPU ...
+            nn.init.kaiming_uniform_(weight, nonlinearity="relu", generator=generator)
+            with torch.no_grad():
+                m.weight.copy_(weight)                # ... and copied to the layer's device
             nn.init.zeros_(m.bias)
     return net
 
@@ -415,7 +449,12 @@ for label, stds in curves.items():
 # for tanh, `sqrt(2)` for ReLU, `sqrt(2 / (1 + slope**2))` for leaky ReLU and
 # 3/4 for SELU. Xavier takes it as `gain=`; Kaiming takes the activation's name
 # (`nonlinearity=`, with the leaky slope as `a=`) and works it out itself. The
-# inner block above, which feeds a Tanh, would use the tanh gain.
+# inner block above, which feeds a Tanh, would use the tanh gain. SELU is the
+# exception to "pick the gain of the activation": a self-normalizing SELU
+# network needs weights of variance `1 / fan_in`, which is
+# `nonlinearity="linear"` (gain 1), as `calculate_gain`'s own documentation
+# says. The 3/4 gives up that self-normalizing behaviour for steadier
+# gradients.
 
 # %%
 for name, param in [("linear", None), ("sigmoid", None), ("tanh", None), ("relu", None),
@@ -556,6 +595,97 @@ mha.out_proj.reset_parameters()
 print("after out_proj.reset_parameters():             ", not mha.out_proj.bias.any())
 
 # %% [markdown]
+# ## What comes next: other layers, `skip_init`, transformer-style init
+#
+# Other layers have their own defaults, each from its `reset_parameters()`:
+# `nn.Embedding` draws from `N(0, 1)`; the norms (`LayerNorm`, `BatchNorm*`,
+# `GroupNorm`) start at weight 1 and bias 0, the identity after normalizing;
+# the recurrent layers (`RNN`, `LSTM`, `GRU`) draw every weight and bias from
+# `U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))`; convolutions use Linear's
+# rule with the fan-in of the section above. The check below prints each
+# spread divided by its rule's value, so 1 means "as documented".
+
+# %%
+torch.manual_seed(13)
+embedding = nn.Embedding(10_000, 64)
+print(f"Embedding: |mean| < 0.01 {abs(embedding.weight.mean().item()) < 0.01}, std {embedding.weight.std().item():.2f}")
+for norm in (nn.LayerNorm(64), nn.BatchNorm1d(64), nn.GroupNorm(8, 64)):
+    print(f"{type(norm).__name__}: weight all 1 {bool((norm.weight == 1).all())}, bias all 0 {bool((norm.bias == 0).all())}")
+hidden = 128
+lstm = nn.LSTM(32, hidden)
+largest = max(p.abs().max().item() for p in lstm.parameters())
+print(f"LSTM: largest |value| * sqrt(hidden) = {largest * math.sqrt(hidden):.3f}")
+grouped = nn.Conv2d(16, 32, kernel_size=3, groups=2)
+fan_in = grouped.weight.shape[1] * 3 * 3  # in_channels / groups * kernel area
+print(f"Conv2d (groups=2): largest |weight| * sqrt(fan_in) = {grouped.weight.abs().max().item() * math.sqrt(fan_in):.3f}")
+
+# %% [markdown]
+# `torch.nn.utils.skip_init(cls, *args)` is the meta-device recipe above for
+# one module: it builds the module on `meta` and calls `to_empty`, so nothing
+# is drawn and the values are undefined until you fill them. The class must
+# take a `device=` argument (all of torch's layers do), and its `__init__` may
+# do nothing with its parameters but initialize them.
+
+# %%
+big = nn.utils.skip_init(nn.Linear, 2048, 2048)   # 4 M weights, none drawn
+print(type(big).__name__, tuple(big.weight.shape), "| real memory, not meta:", not big.weight.is_meta,
+      "| a parameter that learns:", big.weight.requires_grad)
+torch.manual_seed(16)
+nn.init.normal_(big.weight, 0.0, 0.02)            # our own rule fills every value ...
+nn.init.zeros_(big.bias)                          # ... and every bias
+print(f"filled: weight std {big.weight.std().item():.3f}")
+
+# %% [markdown]
+# Transformers (GPT-2 and its descendants) do not use the layers' defaults.
+# Every `Linear` and `Embedding` weight is drawn from `N(0, 0.02**2)`, biases
+# start at zero, and the last projection of each residual branch (attention's
+# output, the MLP's second layer) gets `0.02 / sqrt(2 * n_layers)`. The reason
+# is the residual stream `x = x + branch(x)`: with `n_layers` blocks of two
+# branches each, `2 * n_layers` roughly independent contributions add up, and
+# their variances add, so the sum's std grows like `sqrt(2 * n_layers)`;
+# scaling each last projection by `1/sqrt(2 * n_layers)` cancels that growth,
+# whatever the depth. Below, a stack of 12 blocks of two pre-norm MLP branches (a
+# stand-in for attention plus MLP); the stream starts at std 0.02.
+
+# %%
+def residual_branch(width):
+    return nn.Sequential(OrderedDict(norm=nn.LayerNorm(width), fc=nn.Linear(width, 4 * width),
+                                     act=nn.GELU(), proj=nn.Linear(4 * width, width)))
+
+
+class ResidualStack(nn.Module):
+    def __init__(self, width, n_layers):
+        super().__init__()
+        self.branches = nn.ModuleList(residual_branch(width) for _ in range(2 * n_layers))
+
+    def forward(self, x):
+        for branch in self.branches:
+            x = x + branch(x)
+        return x
+
+
+def transformer_init_(model, n_layers, std=0.02, scale_residual=True):
+    for name, module in model.named_modules():
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            last_of_branch = scale_residual and name.endswith("proj")
+            nn.init.normal_(module.weight, 0.0, std / math.sqrt(2 * n_layers) if last_of_branch else std)
+        if isinstance(module, nn.Linear):
+            nn.init.zeros_(module.bias)
+
+
+n_layers, width = 12, 64
+torch.manual_seed(14)
+stack = ResidualStack(width, n_layers)
+stream = 0.02 * torch.randn(64, width)
+with torch.no_grad():
+    for scaled in (False, True):
+        torch.manual_seed(15)
+        transformer_init_(stack, n_layers, scale_residual=scaled)
+        added = stack(stream) - stream
+        print(f"residual projections scaled: {scaled!s:5}  std of what the 24 branches added: {added.std().item():.3f}")
+print(f"sqrt(2 * n_layers) = {math.sqrt(2 * n_layers):.2f}")
+
+# %% [markdown]
 # ## Summary
 #
 # - `nn.Linear` starts from `U(-1/sqrt(fan_in), 1/sqrt(fan_in))` for weight and
@@ -566,12 +696,16 @@ print("after out_proj.reset_parameters():             ", not mha.out_proj.bias.a
 # - Different submodules can be initialized differently by applying to them;
 #   pick the rule by the activation after the layer (Kaiming before a ReLU,
 #   Xavier before a tanh, with `nn.init.calculate_gain` for the gain).
-# - A network that starts all constant never breaks its symmetry; one zero
-#   layer among random ones (residual branches, LoRA) is fine.
+# - A deterministic network that starts all constant never breaks its
+#   symmetry (dropout's random masks do, but only by noise); one zero layer
+#   among random ones (residual branches, LoRA) is fine.
 # - Own initializers and direct edits change parameters in place under
 #   `torch.no_grad()`.
 # - A seed (global, or a `torch.Generator` passed to `nn.init`) makes
-#   initialization reproducible.
+#   initialization reproducible; a generator draws only for tensors of its own
+#   device type, so draw on the CPU and copy for the same numbers everywhere.
+# - `calculate_gain` gives each activation's gain; a self-normalizing SELU
+#   network takes `"linear"` instead of `"selu"`.
 # - The scale matters: in a deep ReLU stack only the Kaiming gain keeps the
 #   activations' spread steady.
 # - Convolutions count `in_channels * kernel area` as `fan_in`; `mode="fan_out"`
@@ -582,5 +716,10 @@ print("after out_proj.reset_parameters():             ", not mha.out_proj.bias.a
 #   your own), which the loop would leave unfilled. The loop gives every layer
 #   PyTorch's default: a model whose `__init__` initializes its layers its own
 #   way needs that initialization run again instead.
+# - Other defaults: `Embedding` `N(0, 1)`, norms weight 1 and bias 0, RNNs
+#   `U(+-1/sqrt(hidden))`, convolutions like `Linear`. `nn.utils.skip_init`
+#   builds one module without drawing anything. Transformers draw from
+#   `N(0, 0.02**2)` and scale each residual branch's last projection by
+#   `1/sqrt(2 * n_layers)`, so what the branches add does not grow with depth.
 #
 # Now try it yourself: `exercises/03_initialization/03_initialization.ipynb`.
