@@ -78,6 +78,14 @@ assert _X.grad is not None and torch.allclose(_X.grad, _G - _G.mean(), atol=1e-6
     "The gradient is wrong: the mean must stay part of the computation (no .detach(), .data or torch.no_grad())."
 _net = nn.Sequential(nn.Linear(3, 7), CenteredLayer())
 assert abs(_net(torch.randn(4, 3)).mean().item()) < 1e-5, "Inside nn.Sequential the output should have mean 0."
+# PyTorch's meta device (shapes, no data) stands in for a GPU: the output stays on the input's device.
+try:
+    _out = CenteredLayer()(torch.randn(2, 3, device="meta"))
+except Exception as _error:
+    raise AssertionError("CenteredLayer failed on an input on another device (meta): compute with torch on the "
+                         f"input's device, without .item(), numpy or .cpu() ({_error}).") from _error
+assert isinstance(_out, torch.Tensor) and _out.device.type == "meta" and _out.shape == (2, 3), \
+    "For an input on another device (meta) the output should stay on that device: do not move it with .cpu()."
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -151,6 +159,19 @@ _net = nn.Sequential(MyLinear(6, 4), MyLinear(4, 2))
 assert _net(torch.rand(3, 6)).shape == (3, 2), "Two MyLinear layers in nn.Sequential should chain (6 -> 4 -> 2)."
 assert sum(p.numel() for p in _net.parameters()) == 6 * 4 + 4 + 4 * 2 + 2, \
     "The parameters of MyLinear should be exactly W and b."
+# PyTorch's meta device (shapes, no data) stands in for a GPU: a layer built under a default device
+# keeps its parameters there, as nn.Linear does, and its output stays on the input's device.
+try:
+    with torch.device("meta"):
+        _layer = MyLinear(5, 3)
+    _out = _layer(torch.randn(4, 5, device="meta"))
+except Exception as _error:
+    raise AssertionError("MyLinear failed when built and run on another device (meta): create W and b without "
+                         f"naming a device and compute without .cpu() ({_error}).") from _error
+assert all(p.device.type == "meta" for p in _layer.parameters()) and len(list(_layer.parameters())) == 2, \
+    "Built under `with torch.device('meta')`, MyLinear's W and b should be on meta (as nn.Linear's are): do not move them with .cpu()."
+assert isinstance(_out, torch.Tensor) and _out.device.type == "meta" and _out.shape == (4, 3), \
+    "For an input on another device (meta) the output should stay on that device: do not move it with .cpu()."
 ### END HIDDEN TESTS
 
 # %% tests grade_id="test_MyLinear_gradients" points=1
@@ -198,7 +219,8 @@ _check_my_linear_gradients(1, 7, batch=1, seed=22)
 # $$y_{bk} = \sum_{i,j} W_{ijk}\, x_{bi}\, x_{bj}.$$
 #
 # Every output is a quadratic form of the input. `torch.einsum` writes this in
-# one line, but loops are fine too, as long as gradients still reach `W`.
+# one line, but loops are fine too, as long as gradients still reach `W`. Any
+# initialization of `W` will do.
 
 # %% answer grade_id="TensorReduction"
 class TensorReduction(nn.Module):
@@ -264,6 +286,20 @@ for _case in [(4, 2, 3, 30), (3, 5, 4, 31), (1, 1, 1, 32), (5, 3, 2, 33)]:
     assert torch.allclose(_y, _expected, rtol=1e-4, atol=1e-4), \
         "y[b, k] should be sum over i, j of W[i, j, k] * x[b, i] * x[b, j]: check which indices are summed."
 assert sum(p.numel() for p in TensorReduction(3, 2).parameters()) == 3 * 3 * 2, "The only parameter should be W."
+# PyTorch's meta device (shapes, no data) stands in for a GPU: a layer built under a default device
+# keeps W there, as nn.Linear does, and its output stays on the input's device.
+try:
+    with torch.device("meta"):
+        _layer = TensorReduction(4, 2)
+    _y = _layer(torch.randn(3, 4, device="meta"))
+except Exception as _error:
+    raise AssertionError("TensorReduction failed when built and run on another device (meta): create W without "
+                         "naming a device, and make any tensor you fill on x's device (x.new_zeros or "
+                         f"device=x.device), without .item() or .cpu() ({_error}).") from _error
+assert all(p.device.type == "meta" for p in _layer.parameters()) and len(list(_layer.parameters())) == 1, \
+    "Built under `with torch.device('meta')`, TensorReduction's W should be on meta: do not move it with .cpu()."
+assert isinstance(_y, torch.Tensor) and _y.device.type == "meta" and _y.shape == (3, 2), \
+    "For an input on another device (meta) the output should stay on that device: do not move it with .cpu()."
 ### END HIDDEN TESTS
 
 # %% tests grade_id="test_TensorReduction_gradients" points=1
@@ -394,6 +430,14 @@ def _check_fourier_gradient(shape, seed):
 _check_fourier_gradient((6,), seed=50)
 _check_fourier_gradient((3, 7), seed=51)
 _check_fourier_gradient((2, 2, 5), seed=52)
+# PyTorch's meta device (shapes, no data) stands in for a GPU: the output stays on the input's device.
+try:
+    _out = FourierHalf()(torch.randn(2, 7, device="meta"))
+except Exception as _error:
+    raise AssertionError("FourierHalf failed on an input on another device (meta): compute with torch on the "
+                         f"input's device (device=X.device for any tensor you make), not numpy ({_error}).") from _error
+assert isinstance(_out, torch.Tensor) and _out.device.type == "meta" and _out.shape == (2, 4), \
+    "For an input on another device (meta) the output should stay on that device: do not move it with .cpu()."
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -62,7 +62,7 @@ class TensorReduction(nn.Module):
         self.W = nn.Parameter(torch.randn(in_features, in_features, out_features))
 
     def forward(self, x):
-        y = torch.zeros(x.shape[0], self.W.shape[2], dtype=x.dtype)
+        y = torch.zeros(x.shape[0], self.W.shape[2], dtype=x.dtype, device=x.device)
         for b in range(x.shape[0]):
             for k in range(self.W.shape[2]):
                 y[b, k] = x[b] @ self.W[:, :, k] @ x[b]
@@ -114,8 +114,8 @@ class FourierHalf(nn.Module):
 class FourierHalf(nn.Module):
     def forward(self, X):
         n = X.shape[-1]
-        j = torch.arange(n, dtype=X.dtype).unsqueeze(1)
-        k = torch.arange((n + 1) // 2, dtype=X.dtype).unsqueeze(0)
+        j = torch.arange(n, dtype=X.dtype, device=X.device).unsqueeze(1)
+        k = torch.arange((n + 1) // 2, dtype=X.dtype, device=X.device).unsqueeze(0)
         angle = -2 * torch.pi * j * k / n
         return torch.complex(X, torch.zeros_like(X)) @ torch.polar(torch.ones_like(angle), angle)
 
@@ -123,7 +123,7 @@ class FourierHalf(nn.Module):
 class FourierHalf(nn.Module):
     def forward(self, X):
         n = X.shape[-1]
-        positions = torch.arange(n, dtype=X.dtype)
+        positions = torch.arange(n, dtype=X.dtype, device=X.device)
         coefficients = []
         for k in range((n + 1) // 2):
             angle = 2 * torch.pi * k * positions / n

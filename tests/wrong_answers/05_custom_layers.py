@@ -90,7 +90,20 @@ class TensorReduction(nn.Module):
         y = torch.einsum("ijk,i,j->k", self.weight, x[0], x[0])
         return y.expand(x.shape[0], -1)
 
-# %% wrong id=TensorReduction fails=test_TensorReduction_gradients -- loops, but writes into a detached result
+# %% wrong id=TensorReduction fails=test_TensorReduction_gradients -- loops, but reads W through .data, so no gradient reaches it
+class TensorReduction(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(in_features, in_features, out_features))
+
+    def forward(self, x):
+        y = x.new_zeros(x.shape[0], self.weight.shape[2])
+        for b in range(x.shape[0]):
+            for k in range(self.weight.shape[2]):
+                y[b, k] = x[b] @ self.weight.data[:, :, k] @ x[b]
+        return y
+
+# %% wrong id=TensorReduction fails=test_TensorReduction,test_TensorReduction_gradients -- loops, writing Python numbers (.item()) into a CPU tensor: detached, and on the CPU whatever x's device
 class TensorReduction(nn.Module):
     def __init__(self, in_features, out_features):
         super().__init__()
@@ -100,7 +113,7 @@ class TensorReduction(nn.Module):
         y = torch.zeros(x.shape[0], self.weight.shape[2])
         for b in range(x.shape[0]):
             for k in range(self.weight.shape[2]):
-                y[b, k] = (x[b] @ self.weight.data[:, :, k] @ x[b]).item()
+                y[b, k] = (x[b] @ self.weight[:, :, k] @ x[b]).item()
         return y
 
 # %% wrong id=FourierHalf -- keeps n // 2 coefficients, one too few for odd n
@@ -150,3 +163,13 @@ class FourierHalf(nn.Module):
         import numpy as np
         n = X.shape[-1]
         return torch.from_numpy(np.fft.fft(X.detach().cpu().numpy()))[..., : (n + 1) // 2]
+
+# %% wrong id=MyLinear -- moves its output to the CPU "to be safe", whatever device the input is on
+class MyLinear(nn.Module):
+    def __init__(self, in_units, units):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(in_units, units))
+        self.bias = nn.Parameter(torch.randn(units))
+
+    def forward(self, X):
+        return F.relu(X @ self.weight + self.bias).cpu()
