@@ -114,6 +114,13 @@ _held = torch.optim.SGD(_layer.parameters(), lr=0.1).param_groups[0]["params"]  
 _layer.apply(init_normal)
 assert abs(_held[0].std().item() - 0.01) < 1e-3 and not _held[1].any(), \
     "An optimizer built before init_normal still holds the old values: change the parameters in place, do not assign new ones."
+_text = nn.Sequential(nn.Embedding(300, 400), nn.Linear(400, 300))  # an embedding's weight is 2-D, like a Linear's
+_table = _text[0].weight.detach().clone()
+_text.apply(init_normal)
+assert torch.equal(_text[0].weight, _table), \
+    "An nn.Embedding's weight changed: it is 2-D like a Linear's, but only nn.Linear layers should be touched, so " \
+    "check the module's type (isinstance(m, nn.Linear)), not the shape of its weight."
+assert abs(_text[1].weight.std().item() - 0.01) < 1e-3, "The nn.Linear after an nn.Embedding should be initialized too."
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -181,6 +188,32 @@ for _part in (_pos, -_neg):
         "The non-zero values should be uniform on [5, 10] and [-10, -5], a fifth of them in each fifth of the " \
         f"range; the shares are {[round(_f, 3) for _f in _fifths.tolist()]}: draw them with one uniform law."
 assert _pos.unique().numel() > 1000, "The non-zero values should be continuous, not a few fixed numbers."
+# Each entry picks its part (positive, zero, negative) on its own: not by its row, its column, its
+# neighbours or its position. Two independent entries land in the same part with probability
+# 1/16 + 1/4 + 1/16 = 0.375; over 200 000 pairs (the same entry in two calls with other seeds, or
+# neighbours) the standard error is below 0.0015 and the margin 0.03 is 20 of them. A fixed pattern
+# agrees with itself across calls every time, and a rule by position (every fourth entry, a quarter
+# of the rows...) gives neighbours that agree 0, 1/4 or every time. Each row (500 entries) and each
+# column (400) should hold about half zeros: by Hoeffding's bound a share 0.25 away from 1/2 has
+# probability below 1e-19 for a correct answer, while a rule by row or column gives 0 or 1.
+_kind = torch.sign(_t)  # 1, 0 or -1: the part of each entry
+torch.manual_seed(22)
+_t2 = torch.empty(400, 500)
+_t2 = _out if isinstance(_out := weird_init_(_t2), torch.Tensor) else _t2
+for _what, _same in (("neighbours in a row", _kind[:, 1:] == _kind[:, :-1]),
+                     ("neighbours in a column", _kind[1:] == _kind[:-1]),
+                     ("the same entry in two calls", _kind == torch.sign(_t2))):
+    _share = _same.float().mean().item()
+    assert abs(_share - 0.375) < 0.03, \
+        f"Each entry's part (positive, zero or negative) should be drawn at random on its own, but for {_what} " \
+        f"the part is the same {_share:.3f} of the time, not 0.375: is a fixed pattern of positions, rows or " \
+        "columns (or a seed set inside weird_init_) deciding it?"
+_zero = (_t == 0).float()
+_shares = torch.cat([_zero.mean(dim=1), _zero.mean(dim=0)])  # each row's, then each column's share of zeros
+_worst = _shares[(_shares - 0.5).abs().argmax()].item()
+assert abs(_worst - 0.5) < 0.25, \
+    f"A row or column of a (400, 500) tensor is {_worst:.2f} zeros instead of about half: decide zero or not " \
+    "for each entry at random, not by its row or column."
 _z = (_t == 0).flatten().float()
 assert abs(_z[0::2].mean().item() - 0.5) < 0.015 and abs(_z[: _z.numel() // 2].mean().item() - 0.5) < 0.015, \
     "Which entries are zero should be random, not a fixed pattern."
@@ -298,6 +331,15 @@ with torch.no_grad():
     my_init(_lone)
 assert _ks_distance(_lone.weight, _expected) < 0.05, \
     "Called directly on one nn.Linear, my_init should initialize its weight."
+_text = nn.Sequential(nn.Embedding(200, 100), nn.Linear(100, 200))  # an embedding's weight is 2-D, like a Linear's
+_table = _text[0].weight.detach().clone()
+_expected = _reference(_text[1].weight)
+with torch.no_grad():
+    _text.apply(my_init)
+assert torch.equal(_text[0].weight, _table), \
+    "An nn.Embedding's weight changed: it is 2-D like a Linear's, but only nn.Linear modules should be touched, so " \
+    "check the module's type (isinstance(m, nn.Linear)), not the shape of its weight."
+assert _ks_distance(_text[1].weight, _expected) < 0.05, "The nn.Linear after an nn.Embedding should be initialized too."
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -305,8 +347,9 @@ assert _ks_distance(_lone.weight, _expected) < 0.05, \
 #
 # Write `activation_stds(net, x)`: run `net` on `x` and return a list with the
 # standard deviation of the output of every `nn.Linear` inside `net` (at any
-# depth), in the order in which they run during the forward pass, as Python
-# floats (not tensors). The tests check that the forward pass records no
+# depth), in the order in which they run during the forward pass, as plain
+# numbers, not tensors (Python floats from `.item()`; numpy floats do too, and a
+# tuple does as well as a list). The tests check that the forward pass records no
 # autograd graph (run it under `torch.no_grad()`) and that `net` is left as you
 # found it (no hooks left on it).
 #
@@ -334,6 +377,14 @@ def activation_stds(net, x):
 # %% tests grade_id="test_activation_stds" points=2
 # Outputs have at least 4096 entries, so the sample and the population std
 # differ by under 1.3e-4 relative; the tolerance 1e-3 accepts both.
+import numbers
+
+
+def _plain_numbers(values):
+    """Python or numpy floats (numbers.Real), not tensors."""
+    return all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values)
+
+
 def _close(got, expected):
     return len(got) == len(expected) and all(math.isclose(float(g), e, rel_tol=1e-3) for g, e in zip(got, expected))
 
@@ -350,8 +401,8 @@ assert _got is not None and len(_got) == 3, \
     f"Expected 3 values (one per nn.Linear, not per module), got {None if _got is None else len(_got)}."
 assert _close(_got, _expected), \
     f"Expected the stds of the linear layers' outputs {[round(e, 4) for e in _expected]}, got {_got}."
-assert all(isinstance(v, float) for v in _got), \
-    f"The values should be Python floats (use .item()), got {sorted({type(v).__name__ for v in _got})}."
+assert _plain_numbers(_got), \
+    f"The values should be plain numbers such as Python floats (use .item()), got {sorted({type(v).__name__ for v in _got})}."
 
 ### BEGIN HIDDEN TESTS
 torch.manual_seed(41)
@@ -384,14 +435,15 @@ except (RuntimeError, TypeError) as _error:
     raise AssertionError("activation_stds failed on a custom module: run net(x) itself and record outputs with hooks.") from _error
 assert _close(_got, [_h1.std().item(), _h2.std().item()]), \
     "The values should follow the forward pass, not the order of registration: record outputs while net(x) runs."
-assert all(isinstance(v, float) for v in _got), "Every value should be a Python float, for a custom module too."
+assert _plain_numbers(_got), "Every value should be a plain number (a Python float, .item()), for a custom module too."
 _lin = nn.Linear(64, 64)
 _x = torch.randn(128, 64)
 with torch.no_grad():
     _expected = [_lin(_x).std().item()]
 assert _close(activation_stds(_lin, _x), _expected), "A single nn.Linear as the net should give one value."
 assert _close(activation_stds(_lin, _x), _expected), "A second call should give the same single value."
-assert activation_stds(nn.Sequential(nn.ReLU(), nn.Tanh()), _x) == [], "A net without nn.Linear gives an empty list."
+_none = activation_stds(nn.Sequential(nn.ReLU(), nn.Tanh()), _x)
+assert _none is not None and list(_none) == [], "A net without nn.Linear gives an empty list."
 ### END HIDDEN TESTS
 
 # %% tests grade_id="test_activation_stds_no_trace" points=1

@@ -47,7 +47,8 @@ _ = torch.manual_seed(0)  # the same random examples on every run
 # its class until its first call, though its weights are real.
 #
 # Hint: a placeholder cannot tell you its shape (`.shape` raises an error, and
-# `.size()` gives a dummy `(0,)`); test what kind of object it is.
+# `.size()` gives a dummy `(0,)`, the very shape of a real empty tensor such as
+# `torch.empty(0)`, which is not lazy); test what kind of object it is.
 
 # %% answer grade_id="has_uninitialized_params"
 def has_uninitialized_params(module):
@@ -86,6 +87,11 @@ _loaded.load_state_dict(nn.Linear(4, 3).state_dict())
 assert has_uninitialized_params(_loaded) is False, \
     "A lazy layer whose weights were loaded from a state_dict has real weights (its class is still LazyLinear " \
     "until its first call): test the parameters, not the module's class."
+_empty = nn.Linear(3, 2)
+_empty.register_buffer("mask", torch.empty(0))  # a real buffer that happens to hold nothing
+assert has_uninitialized_params(_empty) is False, \
+    "A real empty buffer (torch.empty(0), size (0,)) is not lazy, though a placeholder's dummy size is (0,) too: " \
+    "test whether each tensor is an UninitializedParameter or UninitializedBuffer, not its size."
 ### BEGIN HIDDEN TESTS
 assert has_uninitialized_params(nn.ReLU()) is False, "A module without parameters has nothing lazy: expected False."
 assert has_uninitialized_params(nn.Sequential()) is False, "An empty container has nothing lazy: expected False."
@@ -110,6 +116,15 @@ _conv = nn.Sequential(nn.LazyConv2d(2, 3), nn.Flatten(), nn.Linear(8, 1))
 assert has_uninitialized_params(_conv) is True, "A lazy convolution is lazy too: expected True."
 _result = has_uninitialized_params(_net)
 assert isinstance(_result, bool), f"Return a plain bool, not {type(_result).__name__}."
+_holder = nn.Module()
+_holder.unused = nn.Parameter(torch.zeros(0))  # a real parameter with no entries
+assert has_uninitialized_params(nn.Sequential(nn.Linear(2, 2), nn.Sequential(_holder))) is False, \
+    "A real parameter of size (0,) is not lazy, though a placeholder's dummy size is (0,) too: test whether each " \
+    "tensor is an UninitializedParameter or UninitializedBuffer, not its size."
+_empty_lazy = nn.Sequential(nn.LazyLinear(2))
+_empty_lazy.register_buffer("mask", torch.empty(0))
+assert has_uninitialized_params(_empty_lazy) is True, \
+    "A lazy layer next to a real empty buffer is still lazy: expected True."
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -541,8 +556,10 @@ assert [m.training for m in _deep.modules()] == [True, True, True, False, True],
 #   shared output layer's weight (`nn.LazyLinear(hidden, device=..., dtype=...)`).
 #   A layer made with the defaults would be float32 on the CPU, so a width that
 #   first arrives after `net.to(torch.float64)` (or after moving the net to a GPU)
-#   would fail. The tests check the dtype; the device is not graded, since the
-#   grading machine may have no GPU, but get it right too.
+#   would fail. The tests check the dtype and the device, the device on
+#   PyTorch's `meta` device (tensors with a shape but no data), which stands in
+#   for a GPU on any machine: after `net.to("meta")` a new width's layer must be
+#   on `meta` too.
 #
 # Layers added by a new width are not in an optimizer built before they
 # existed: in practice, send one batch of every width before building it.
@@ -669,7 +686,7 @@ with torch.no_grad():
 ### END HIDDEN TESTS
 
 # %% tests grade_id="test_MultiWidthNet_dtype" points=1
-# A width first seen after .to(...): its input layer is made where the network lives now.
+# A width first seen after .to(...): its input layer is made where the network lives now (its dtype and device).
 # (What the network computes, and that .to() moves the layers made so far, is the first tests cell's business;
 # here only where a new input layer is made.)
 _net64 = MultiWidthNet().to(torch.float64)
@@ -696,8 +713,7 @@ except RuntimeError as _error:
                          "had when it was built or first called).") from _error
 assert _y5.dtype == torch.float64, f"A float64 input to a float64 network gave a {_y5.dtype} output."
 # The network's dtype, not the input's: a float32 batch of a new width sent to a float64 network may fail, but the
-# input layer it makes must be float64 all the same. (The device half of the rule is not graded: on a machine without
-# a GPU there is no second real device to test it on. Make the layer on the network's device all the same.)
+# input layer it makes must be float64 all the same.
 _net64 = MultiWidthNet().to(torch.float64)
 try:
     with torch.no_grad():
@@ -707,6 +723,20 @@ except Exception:
 assert {p.dtype for p in _net64.parameters()} == {torch.float64}, \
     "A float32 batch of a new width left a float32 input layer in a float64 network: make the new layer with the " \
     "dtype and device of the network (the shared output layer's weight), not those of the input X."
+# The network's device too. PyTorch's meta device (shapes, no data) stands in for a GPU, so any machine can check
+# it. The call itself may fail there (a lazy layer moved to meta with .to() before its first call stops being lazy,
+# which a GPU does not do): what is graded here is where the new input layer was made.
+_meta = MultiWidthNet(hidden=8, out_features=3).to("meta")
+try:
+    with torch.no_grad():
+        _meta(torch.zeros(5, 4, device="meta"))
+except Exception:
+    pass
+_where = {p.device.type for p in _meta.parameters()}
+assert _where == {"meta"}, \
+    f"After net.to('meta') a new width's input layer was made on {sorted(_where - {'meta'})}, not on the meta " \
+    "device where the network lives: make each new input layer on the network's device (the device of the shared " \
+    "output layer's weight), not on the default CPU."
 ### BEGIN HIDDEN TESTS
 torch.manual_seed(42)
 _net = MultiWidthNet(hidden=8, out_features=3)
@@ -740,6 +770,18 @@ except Exception:
 assert {p.dtype for p in _net.parameters()} == {torch.float64}, \
     "A float32 batch of a new width left a float32 input layer in a float64 network: make the new layer with the " \
     "network's dtype and device, not the input's."
+_net.to("meta")  # widths 1, 7, 9, 11 and 2 were seen on the CPU; the meta device stands in for a GPU
+for _x in (torch.zeros(17, 13, device="meta", dtype=torch.float64),  # a new width, data where the network lives
+           torch.randn(19, 6)):  # a new width, CPU data into the network on the meta device
+    try:
+        with torch.no_grad():
+            _net(_x)
+    except Exception:
+        pass  # rejecting data from another device is fine; what matters is where the new layer was made
+assert {(p.device.type, p.dtype) for p in _net.parameters()} == {("meta", torch.float64)}, \
+    "After net.to('meta') a new width's input layer was made off the meta device where the network lives: make " \
+    "each new layer on the network's current device and dtype (the shared output layer's weight), not the input's " \
+    "or the defaults."
 ### END HIDDEN TESTS
 
 # %% [markdown]

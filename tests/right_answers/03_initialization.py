@@ -50,3 +50,75 @@ def activation_stds(net, x):
         for h in handles:
             h.remove()
     return found
+
+# %% right id=init_normal -- the tensors' own in-place methods under torch.no_grad(), not nn.init
+def init_normal(m):
+    if isinstance(m, nn.Linear):
+        with torch.no_grad():
+            m.weight.normal_(0, 0.01)
+            if m.bias is not None:
+                m.bias.zero_()
+
+# %% right id=init_normal -- copies numpy draws into the weight, fills the bias with a constant
+import numpy as np
+
+
+def init_normal(m):
+    if not isinstance(m, nn.Linear):
+        return
+    draws = np.random.default_rng().normal(loc=0.0, scale=0.01, size=tuple(m.weight.shape))
+    with torch.no_grad():
+        m.weight.copy_(torch.from_numpy(draws))
+    if m.bias is not None:
+        nn.init.constant_(m.bias, 0.0)
+
+# %% right id=init_normal -- walks the layer's own named parameters, scales a standard normal draw
+def init_normal(m):
+    if type(m) in (nn.Linear,):
+        for name, param in m.named_parameters(recurse=False):
+            with torch.no_grad():
+                if name == "weight":
+                    param.copy_(torch.randn_like(param) * 0.01)
+                else:
+                    param.fill_(0)
+
+# %% right id=weird_init_ -- draws the part and the magnitude separately and combines them with torch.where
+def weird_init_(tensor):
+    with torch.no_grad():
+        u = torch.rand(tensor.shape)
+        magnitude = torch.empty(tensor.shape).uniform_(5, 10)
+        values = torch.where(u < 0.25, magnitude, torch.where(u < 0.5, -magnitude, torch.zeros(())))
+        tensor.copy_(values)
+    return tensor
+
+# %% right id=weird_init_ -- nn.init.uniform_, then zeroes the middle by boolean indexing, no_grad as a decorator
+@torch.no_grad()
+def weird_init_(tensor):
+    nn.init.uniform_(tensor, -10.0, 10.0)
+    tensor[(tensor > -5) & (tensor < 5)] = 0.0
+    return tensor
+
+# %% right id=my_init -- reaches the weight through the .data of the parameter
+def my_init(m):
+    if isinstance(m, nn.Linear):
+        weird_init_(m.weight.data)
+
+# %% right id=activation_stds -- one global forward hook, numpy float32 stds from the outputs, a tuple
+import numpy as np
+
+
+def activation_stds(net, x):
+    linears = {id(m) for m in net.modules() if isinstance(m, nn.Linear)}
+    stds = []
+
+    def watch(module, args, output):
+        if id(module) in linears:
+            stds.append(output.detach().cpu().numpy().std(ddof=1))
+
+    handle = torch.nn.modules.module.register_module_forward_hook(watch)
+    try:
+        with torch.no_grad():
+            net(x)
+    finally:
+        handle.remove()
+    return tuple(stds)

@@ -106,3 +106,65 @@ class MultiWidthNet(nn.Module):
         if str(X.shape[-1]) not in self.per_width:
             self.per_width[str(X.shape[-1])] = nn.LazyLinear(self.hidden, device=w.device, dtype=w.dtype)
         return self.shared(self.relu(self.per_width[str(X.shape[-1])](X)))
+
+# %% right id=has_uninitialized_params -- a loop over named parameters and buffers with an early return, torch's common base class
+def has_uninitialized_params(module):
+    from torch.nn.parameter import UninitializedTensorMixin
+    for _, tensor in [*module.named_parameters(), *module.named_buffers()]:
+        if isinstance(tensor, UninitializedTensorMixin):
+            return True
+    return False
+
+# %% right id=apply_init -- set_grad_enabled(False), modes kept as a list in modules() order, net.train(False) for eval
+def apply_init(net, example_input, init_fn=None):
+    modules = list(net.modules())
+    modes = [m.training for m in modules]
+    net.train(False)
+    try:
+        with torch.set_grad_enabled(False):
+            net(example_input)
+    finally:
+        for m, mode in zip(modules, modes):
+            m.train(mode)
+    if init_fn is not None:
+        net.apply(init_fn)
+    return net
+
+# %% right id=apply_init -- a context manager of its own (contextlib) that puts each module's mode back by name
+import contextlib
+
+
+@contextlib.contextmanager
+def _evaluating(net):
+    before = {name: m.training for name, m in net.named_modules(remove_duplicate=False)}
+    net.eval()
+    try:
+        yield
+    finally:
+        for name, m in net.named_modules(remove_duplicate=False):
+            m.training = before[name]
+
+
+def apply_init(net, example_input, init_fn=None):
+    with _evaluating(net), torch.no_grad():
+        net(example_input)
+    if callable(init_fn):
+        net.apply(init_fn)
+    return net
+
+# %% right id=infer_shapes -- torch.Size as the shape (a tuple subclass), zeros from torch.full, pairs built with zip
+def infer_shapes(net, input_shape):
+    first = next(net.parameters(), None)
+    where = {} if first is None else {"dtype": first.dtype, "device": first.device}
+    zeros = torch.full(tuple(input_shape), 0.0, **where)
+    modes = [(m, m.training) for m in net.modules()]
+    net.eval()
+    try:
+        with torch.no_grad():
+            net(zeros)
+    finally:
+        for m, mode in modes:
+            m.train(mode)
+    names = [name for name, _ in net.named_parameters()]
+    shapes = [p.shape for _, p in net.named_parameters()]
+    return list(zip(names, shapes))

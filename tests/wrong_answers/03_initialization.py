@@ -257,3 +257,34 @@ def weird_init_(tensor):
         keep = (torch.rand(tensor.shape) < 0.5).to(tensor.dtype)
         tensor.copy_(mag * sign * keep)
     return tensor
+
+# %% wrong id=weird_init_ -- decides the part by a fixed row pattern (rows 0, 4, 8... positive, 1, 5, 9... negative, the rest zero): the shares are right, the draws are not random
+def weird_init_(tensor):
+    with torch.no_grad():
+        magnitude = torch.empty_like(tensor).uniform_(5, 10)
+        row = torch.arange(tensor.shape[0]).view(-1, *[1] * (tensor.dim() - 1)) % 4
+        sign = (row == 0).to(tensor.dtype) - (row == 1).to(tensor.dtype)
+        tensor.copy_(magnitude * sign)
+    return tensor
+
+# %% wrong id=weird_init_ -- gives whole rows one part: a random quarter of the rows positive, another quarter negative
+def weird_init_(tensor):
+    with torch.no_grad():
+        part = torch.randperm(tensor.shape[0]) % 4
+        part = part.view(-1, *[1] * (tensor.dim() - 1))
+        sign = (part == 0).to(tensor.dtype) - (part == 1).to(tensor.dtype)
+        tensor.uniform_(5, 10).mul_(sign)
+    return tensor
+
+# %% wrong id=init_normal -- selects the layers by "has a 2-D weight", so an nn.Embedding is overwritten too
+def init_normal(m):
+    weight = getattr(m, "weight", None)
+    if isinstance(weight, torch.Tensor) and weight.dim() == 2:
+        nn.init.normal_(weight, std=0.01)
+        if getattr(m, "bias", None) is not None:
+            nn.init.zeros_(m.bias)
+
+# %% wrong id=my_init -- selects the layers by "has a 2-D weight", so an nn.Embedding is overwritten too
+def my_init(m):
+    if getattr(m, "weight", None) is not None and m.weight.dim() == 2:
+        weird_init_(m.weight)

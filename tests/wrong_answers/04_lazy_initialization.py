@@ -503,3 +503,21 @@ class MultiWidthNet(nn.Module):
         if key not in self.inputs:
             self.inputs[key] = nn.LazyLinear(self.hidden, device=X.device, dtype=X.dtype)
         return self.body(self.inputs[key](X))
+
+# %% wrong id=has_uninitialized_params -- takes the placeholder's dummy size (0,) as the sign of a lazy tensor, so a real empty buffer counts as lazy
+def has_uninitialized_params(module):
+    return any(t.size() == (0,) for t in [*module.parameters(), *module.buffers()])
+
+# %% wrong id=MultiWidthNet fails=test_MultiWidthNet_dtype -- makes a new input layer with the network's dtype but ignores its device: after .to(a GPU) it lands on the CPU
+class MultiWidthNet(nn.Module):
+    def __init__(self, hidden=16, out_features=1):
+        super().__init__()
+        self.hidden = hidden
+        self.inputs = nn.ModuleDict()
+        self.body = nn.Sequential(nn.ReLU(), nn.Linear(hidden, out_features))
+
+    def forward(self, X):
+        key = str(X.shape[-1])
+        if key not in self.inputs:
+            self.inputs[key] = nn.LazyLinear(self.hidden, dtype=self.body[1].weight.dtype)
+        return self.body(self.inputs[key](X))
