@@ -285,10 +285,8 @@ class GuardedExecute(Execute):
             verdict = (
                 f"checked outside your kernel: your code {what} while the grader collected {judge.answer}'s results"
             )
-        else:
+        else:  # a rejection fails the cell, with what was expected; it accuses no one (judges.py)
             verdict = judges.verdict(judge, collected.get("data"))
-            if verdict is not None:
-                self._flag(index, [f"passed its tests in the kernel but not the check outside it ({verdict})"])
         if verdict is None:
             return reply
         return dict(reply, passed=False, ename="CheckedOutsideTheKernel", message=verdict, by_test=True)

@@ -6,10 +6,14 @@ True. For the items below the in-kernel test is not the last word. After it pass
 trusted runner executes the judge's `collect` code (grader code, never in the notebook),
 which calls the student's answer on fixed inputs and binds `judged` to the results; the
 runner turns them into plain data (exact ints, floats, strings, lists, tuples, dicts;
-a real `torch.Tensor` becomes `("tensor", dtype, nested lists)`; anything else becomes
-`("object", type name)`), and the grader's process, which never imports student code,
-recomputes what the answer should have given from the parameters it got back, in plain
-Python. The cell scores only if both agree.
+a real `torch.Tensor` becomes `("tensor", dtype, nested lists)`; honest other forms of a
+value arrive as that value: an OrderedDict as a dict, a numpy integer as an int; anything
+else becomes `("object", type name)`), and the grader's process, which never imports student
+code, recomputes what the answer should have given from the parameters it got back, in plain
+Python. The cell scores only if both agree. Judges compare values, never types, and a
+rejection is a failed check with a message that says what was expected, never a flag: an
+answer can pass the in-kernel test and fail here honestly (the judge's inputs are other
+ones), so only the runner's evidence of tampering flags a notebook.
 
 A test cell opts in with a line `# judged outside the kernel: NAME` (restored from the
 release at autograde, so a student cannot remove it). docs/grade-integrity.md lists which
@@ -78,9 +82,13 @@ def shape(values: object) -> tuple[int, ...]:
 
 
 def exact_int(value: object, what: str) -> int:
+    """An integer the answer gave: a Python or numpy integer (the runner sends both as int) or a
+    0-d integer tensor, as `torch.tensor(sizes).sum()` gives."""
+    if type(value) is tuple and len(value) == 3 and value[0] == "tensor" and type(value[2]) is int:
+        return value[2]
     if type(value) is not int:
         name = value[1] if type(value) is tuple and len(value) == 2 and value[0] == "object" else type(value).__name__
-        raise Rejected(f"{what} should be an int, but it is a {name}")
+        raise Rejected(f"{what} should be an integer, but it is a {name}")
     return value
 
 
@@ -207,7 +215,7 @@ judged = {"shapes": param_shapes(nn.Sequential(
 
 def check_param_shapes(data: dict) -> None:
     shapes = data["shapes"]
-    if type(shapes) is not dict:
+    if type(shapes) is not dict:  # any dict arrives as one (an OrderedDict too)
         raise Rejected("param_shapes should return a dict")
     want: dict[str, tuple[int, ...]] = {
         "1.weight": (8,),

@@ -286,7 +286,7 @@ def _install():
     TRAPPED = {"_", "__", "___", "exit", "quit", "get_ipython", "display", "__IPYTHON__"}
 
     # Made by runner_data.py (a judge's data as plain literals) and runner_reset.py, ahead of this file.
-    plain = make_plain(tensor_types, size_type, tensor_tolist, dtype_name)
+    plain = make_plain(tensor_types, size_type, tensor_tolist, dtype_name, saved_modules.get("numpy"))
     end_strays = make_end_strays(start_pid, os.getsid, os.listdir, _open, os.kill, os.waitpid, sleep)
     reset_monitoring = make_monitoring_reset(_getattr(sys, "monitoring", None))
 

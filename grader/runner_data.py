@@ -6,17 +6,32 @@ start, so `make_plain` is called before any student code, with the references it
 """
 
 
-def make_plain(tensor_types, size_type, tensor_tolist, dtype_name, limit=1_000_000):
+def make_plain(tensor_types, size_type, tensor_tolist, dtype_name, numpy=None, limit=1_000_000):
     """`plain(value)`: exact built-in types only, built without calling a method of a student's
     object; a real tensor as ("tensor", dtype, nested lists), anything else as ("object", type
-    name). NaN and infinities have no literal, so they travel as "non-finite"."""
+    name). NaN and infinities have no literal, so they travel as "non-finite".
+
+    Honest forms of the same value arrive as that value (judges compare values, never types):
+    a subclass of int, float or str as the exact built-in it holds, a subclass of dict (an
+    OrderedDict) as a dict, of list or tuple (a namedtuple) as a list or tuple, and numpy's own
+    bool, integer and float scalars (`np.prod(shape)`) as the Python number. Each is read by the
+    built-in type's own C method (`int.__int__`, `dict.items`, `numpy.generic.item`, ...), so a
+    student's class can change how it compares or prints, never what is read."""
     _type, _repr, _str, _len, _list, _tuple, _dict, _any = type, repr, str, len, list, tuple, dict, any
     name_of = _type.__dict__["__name__"].__get__
-    tuple_iter, dict_items = _tuple.__iter__, _dict.items
+    mro_of = _type.__dict__["__mro__"].__get__
+    tuple_iter, list_iter, dict_items = _tuple.__iter__, _list.__iter__, _dict.items
     exact = (int, float, bool, _str, _type(None))
+    # A subclass of one of these is read as the built-in value it holds.
+    values_of = ((int, int.__int__), (float, float.__float__), (_str, _str.__str__))
+    numbers = _tuple({numpy.dtype(code).type for code in "?bBhHiIlLqQefdg"}) if numpy is not None else ()
+    number_value = numpy.generic.item if numpy is not None else None
 
     def one_of(kind, kinds):
         return _any(kind is k for k in kinds)  # identity: a student's metaclass may define ==
+
+    def derives(kind, base):
+        return _any(k is base for k in mro_of(kind))
 
     def encode(value, budget):
         budget[0] -= 1
@@ -32,10 +47,17 @@ def make_plain(tensor_types, size_type, tensor_tolist, dtype_name, limit=1_000_0
             return ("tensor", _str(dtype_name(value)), "non-finite" if "nan" in text or "inf" in text else values)
         if kind is size_type:
             return _tuple(encode(v, budget) for v in tuple_iter(value))
-        if kind is _list or kind is _tuple:
-            return kind(encode(v, budget) for v in value)
-        if kind is _dict:
+        if one_of(kind, numbers):
+            return encode(number_value(value), budget)
+        for base, value_of in values_of:
+            if derives(kind, base):
+                return encode(value_of(value), budget)
+        if derives(kind, _dict):
             return {encode(k, budget): encode(v, budget) for k, v in dict_items(value)}
+        if derives(kind, _list):
+            return _list(encode(v, budget) for v in list_iter(value))
+        if derives(kind, _tuple):
+            return _tuple(encode(v, budget) for v in tuple_iter(value))
         return ("object", name_of(kind))
 
     def plain(value):

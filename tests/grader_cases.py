@@ -528,13 +528,14 @@ print("SPAWNED")
             "",
             _notebook("peeker.ipynb", lambda: cheats.notebook(peeker)),
         ),
-        # Passes ParallelBlock's test in the kernel; the judge outside the kernel stops it.
+        # Passes ParallelBlock's test in the kernel; the judge outside the kernel stops it (a
+        # failed cell, not a flag: a judge's rejection is no evidence of tampering).
         Case(
             "liar.ipynb",
             "liar",
             "integrity",
             0,
-            "flagged",
+            "graded",
             "test_ParallelBlock",
             _notebook("liar.ipynb", lambda: cheats.liar_notebook(liar)),
         ),

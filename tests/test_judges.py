@@ -3,22 +3,25 @@
 In process, without a kernel: each judge accepts the model solution and every right
 answer of its item, and rejects every wrong answer of its item on its own (not only
 because the in-kernel test already failed it), and each liar of the corpus really does
-pass its item's in-kernel test (so only the judge stops it). Through the grader: the
-liars score 0 for their item and are flagged; the solutions and right answers keep full
-marks with no flag.
+pass its item's in-kernel test (so only the judge stops it). Judges compare values, never
+types: an honest answer in another form (an OrderedDict, a numpy integer, a 0-d tensor) is
+the value it holds. Through the grader: the liars score 0 for their item, with the judge's
+message and no flag (a judge's rejection accuses no one); the solutions keep full marks.
+The right answers of every item are graded through the grader in tests/test_right_answers.py.
 """
 
 from __future__ import annotations
 
-import math
+import collections
 
 import cheats
 import nbformat
+import numpy
 import pytest
 import torch
 from submissions import full_score, points
 
-from grader import export, grade, judges
+from grader import export, grade, judges, runner_data
 from tools import cells, course
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
@@ -31,22 +34,14 @@ JUDGED = {  # judged test cell -> (lesson, its answer, its judge), read from the
 }
 
 
-def encoded(value):
-    """What the kernel's runner sends for `value` (runner.plain), computed here in process."""
-    kind = type(value)
-    if kind in (int, float, bool, str, type(None)):
-        return "non-finite" if kind is float and not math.isfinite(value) else value
-    if kind in (torch.Tensor, torch.nn.Parameter):
-        values = value.tolist()
-        finite = bool(torch.isfinite(value).all()) if value.is_floating_point() else True
-        return ("tensor", str(value.dtype), values if finite else "non-finite")
-    if kind is torch.Size:
-        return tuple(value)
-    if kind in (list, tuple):
-        return kind(encoded(v) for v in value)
-    if kind is dict:
-        return {encoded(k): encoded(v) for k, v in value.items()}
-    return ("object", kind.__name__)
+# What the kernel's runner sends for a value (grader/runner_data.py), computed here in process.
+encoded = runner_data.make_plain(
+    (torch.Tensor, torch.nn.Parameter),
+    torch.Size,
+    torch._C.TensorBase.tolist,
+    torch._C.TensorBase.__dict__["dtype"].__get__,
+    numpy,
+)
 
 
 def judge_in_process(test_id: str, replace: dict[str, str] | None = None) -> str | None:
@@ -117,7 +112,7 @@ def test_a_liar_passes_its_items_test_in_the_kernel_so_only_the_judge_stops_it(l
 def test_a_verdict_names_what_came_instead_of_a_tensor_or_an_int():
     judge = judges.JUDGES["count_parameters"]
     message = judges.verdict(judge, {"tied": ("object", "_Any"), "tied_all": 50, "batch_norm": 12, "none": 0})
-    assert message == "checked outside your kernel: count_parameters(...) should be an int, but it is a _Any"
+    assert message == "checked outside your kernel: count_parameters(...) should be an integer, but it is a _Any"
     judge = judges.JUDGES["centered_layer"]
     nan = {"x": ("tensor", "torch.float32", [[1.0]]), "y": ("tensor", "torch.float32", "non-finite")}
     assert "NaN or infinite" in judges.verdict(judge, dict(nan, x_after=nan["x"], parameters=0))
@@ -125,9 +120,34 @@ def test_a_verdict_names_what_came_instead_of_a_tensor_or_an_int():
     assert "could not collect" in judges.verdict(judge, None)
 
 
+@pytest.mark.unit
+def test_honest_forms_of_a_value_reach_the_judge_as_that_value():
+    class Counted(int):  # an int subclass is the int it holds, whatever its == says
+        def __eq__(self, other):
+            return True
+
+        __hash__ = int.__hash__
+
+    Pair = collections.namedtuple("Pair", "a b")
+    sent = encoded(
+        {
+            "od": collections.OrderedDict([("w", torch.Size([2, 3]))]),
+            "np": numpy.prod((2, 3)),
+            "np_float": numpy.float32(0.5),
+            "liar": Counted(7),
+            "pair": Pair(1, [2]),
+        }
+    )
+    assert sent == {"od": {"w": (2, 3)}, "np": 6, "np_float": 0.5, "liar": 7, "pair": (1, [2])}
+    assert [type(sent[k]) for k in ("od", "np", "np_float", "liar", "pair")] == [dict, int, float, int, tuple]
+    assert judges.exact_int(encoded(torch.tensor([3, 4]).sum()), "a count") == 7
+    with pytest.raises(judges.Rejected, match="should be an integer, but it is a float"):
+        judges.exact_int(encoded(numpy.float64(7.0)), "a count")
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """One class per lesson with a judged item: the solution, its right answers and its liars."""
+    """One class per lesson with a judged item: the solution and its liars."""
     tmp = tmp_path_factory.mktemp("judged")
     lessons = sorted({lesson for lesson, _, _ in JUDGED.values()})
     root = tmp / "course"
@@ -137,10 +157,6 @@ def graded(tmp_path_factory):
         folder = tmp / lesson
         folder.mkdir()
         nbformat.write(cells.answered(lesson), folder / "solution.ipynb")
-        for right in (r for r in RIGHT if r.lesson == lesson):
-            nbformat.write(
-                cells.answered(lesson, {right.answer_id: right.code}), folder / f"right_{right.answer_id}.ipynb"
-            )
         for liar in (c for c in cheats.LIARS if c.assignment == lesson):
             nbformat.write(cheats.liar_notebook(liar), folder / f"{liar.name}.ipynb")
         options = grade.Options(lesson, folder, jobs=2, root=root, cell_timeout=30, notebook_timeout=120)
@@ -151,22 +167,14 @@ def graded(tmp_path_factory):
 
 
 @pytest.mark.parametrize("lesson", sorted({lesson for lesson, _, _ in JUDGED.values()}))
-def test_solutions_and_right_answers_keep_full_marks_through_the_judges(graded, lesson):
-    honest = {
-        student: row for (where, student), row in graded.items() if where == lesson and not student.startswith("liar")
-    }
-    assert "solution" in honest and len(honest) == 1 + len([r for r in RIGHT if r.lesson == lesson])
-    for student, row in honest.items():
-        assert (row.score, row.status, row.flags) == (full_score(lesson), "graded", ""), (
-            student,
-            row.detail,
-            row.flags,
-        )
+def test_the_solution_keeps_full_marks_through_the_judges(graded, lesson):
+    row = graded[(lesson, "solution")]
+    assert (row.score, row.status, row.flags) == (full_score(lesson), "graded", ""), (row.detail, row.flags)
 
 
 @pytest.mark.parametrize("liar", cheats.LIARS, ids=lambda c: c.name)
-def test_a_liar_earns_nothing_for_its_item_and_is_flagged(graded, liar):
+def test_a_liar_earns_nothing_for_its_item_without_a_flag(graded, liar):
     row = graded[(liar.assignment, liar.name)]
     assert row.items[liar.test] == 0 and row.score == 0, (row.items, row.detail)
-    assert row.status == "flagged" and "not the check outside it" in row.flags, row.flags
+    assert row.status == "graded" and row.flags == "", row.flags
     assert points(liar.assignment)[liar.test] > 0
