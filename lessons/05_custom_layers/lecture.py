@@ -37,7 +37,7 @@ from torch.nn import functional as F
 # %% [markdown]
 # ## A layer without parameters
 #
-# Our first layer subtracts the mean of its input, so its output is centred on
+# Our first layer subtracts the mean of its input, so its output averages to
 # zero. It owns nothing: no weights to learn, only a computation in `forward`.
 
 # %%
@@ -62,6 +62,26 @@ print("mean is (almost) zero:", abs(Y.mean().item()) < 1e-6)
 print("parameters of the centering layer:", len(list(net[1].parameters())))
 
 # %% [markdown]
+# `X.mean()` is the mean of the *whole* batch, so an example's output depends
+# on which other examples share its batch: the same input gives other outputs
+# in another batch, and in a batch of one its values are centred on their own.
+# To centre each example on its own, take the mean over the feature dimension
+# only, keeping it for broadcasting: `X.mean(dim=-1, keepdim=True)` (what
+# `LayerNorm` does before it scales).
+
+# %%
+class CenteredPerExample(nn.Module):
+    def forward(self, X):
+        return X - X.mean(dim=-1, keepdim=True)
+
+
+torch.manual_seed(1)
+example, mates = torch.rand(1, 8), torch.rand(3, 8)
+for layer in (CenteredLayer(), CenteredPerExample()):
+    alone, in_batch = layer(example), layer(torch.cat([example, mates]))[:1]
+    print(f"{type(layer).__name__:18s} same output alone and in a batch: {torch.allclose(alone, in_batch)}")
+
+# %% [markdown]
 # ## A layer with parameters
 #
 # A layer that learns wraps its tensors in `nn.Parameter`. Assigning a parameter
@@ -69,14 +89,15 @@ print("parameters of the centering layer:", len(list(net[1].parameters())))
 # `state_dict`, follows `.to()`, and an optimizer built from `parameters()`
 # afterwards updates it. Here is our own fully connected layer with a ReLU,
 # storing the weight as `(in_units, units)` so that the forward pass is
-# `X @ W + b`.
+# `X @ W + b`. The weight is drawn with lesson 3's rule, a standard normal
+# divided by `sqrt(in_units)`, and the bias starts at zero.
 
 # %%
 class MyLinear(nn.Module):
     def __init__(self, in_units, units):
         super().__init__()
-        self.weight = nn.Parameter(torch.randn(in_units, units))
-        self.bias = nn.Parameter(torch.randn(units))
+        self.weight = nn.Parameter(torch.randn(in_units, units) / in_units**0.5)
+        self.bias = nn.Parameter(torch.zeros(units))
 
     def forward(self, X):
         return F.relu(X @ self.weight + self.bias)
@@ -92,6 +113,22 @@ for name, param in linear.named_parameters():
 # %%
 torch.manual_seed(0)
 print(linear(torch.rand(2, 5)))
+
+# %% [markdown]
+# Why the division: each output sums `in_units` products, so with a plain
+# `torch.randn(in_units, units)` its spread grows like `sqrt(in_units)`, and a
+# few such layers in a row blow the signal up. Divided by `sqrt(in_units)`, the
+# spread stays the same at any width, like `nn.Linear`'s (whose default is a
+# little narrower still, lesson 3).
+
+# %%
+torch.manual_seed(0)
+for in_units in (64, 1024):
+    X = torch.rand(256, in_units)
+    plain = F.relu(X @ torch.randn(in_units, 8) + torch.randn(8))
+    print(f"{in_units:4d} inputs, std of the output: plain randn {plain.std().item():5.2f} |"
+          f" MyLinear {MyLinear(in_units, 8)(X).std().item():.2f} |"
+          f" nn.Linear + ReLU {F.relu(nn.Linear(in_units, 8)(X)).std().item():.2f}")
 
 # %% [markdown]
 # "Afterwards" matters. An optimizer keeps its own list of the parameters it
@@ -270,8 +307,8 @@ class MyLinear(nn.Module):
     def __init__(self, in_units, units):
         super().__init__()
         self.in_units, self.units = in_units, units
-        self.weight = nn.Parameter(torch.randn(in_units, units))
-        self.bias = nn.Parameter(torch.randn(units))
+        self.weight = nn.Parameter(torch.randn(in_units, units) / in_units**0.5)
+        self.bias = nn.Parameter(torch.zeros(units))
 
     def forward(self, X):
         return F.relu(X @ self.weight + self.bias)
@@ -441,10 +478,89 @@ class Ramp(nn.Module):
 print("float16 input, Ramp output:", Ramp()(torch.ones(2, 4, dtype=torch.float16)).dtype)
 
 # %% [markdown]
+# ## What comes next: autograd functions for `torch.func`, skipped gradients, second derivatives
+#
+# **`setup_context`.** `SiLUFunction` above takes `ctx` in `forward`. The other
+# way to write a `Function` gives `forward` only the inputs and saves what
+# backward needs in a separate `setup_context(ctx, inputs, output)`. Only that
+# form works under `torch.func`'s transforms (`grad`, `jacrev`, ...; `vmap`
+# wants a `vmap` rule as well). Our example is a matrix product `x @ w`.
+#
+# **`ctx.needs_input_grad`** says, per input, whether anyone wants its
+# gradient. A backward that checks it skips the work nobody uses: the
+# gradient of the input data, in a model's first layer, is usually one of
+# them.
+
+# %%
+class MatMulFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(x, w):                      # no ctx here ...
+        return x @ w
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):  # ... it is filled here
+        x, w = inputs
+        ctx.save_for_backward(x, w)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x, w = ctx.saved_tensors
+        asked.append(ctx.needs_input_grad)
+        grad_x = grad_output @ w.T if ctx.needs_input_grad[0] else None
+        grad_w = x.T @ grad_output if ctx.needs_input_grad[1] else None
+        return grad_x, grad_w
+
+
+asked = []
+torch.manual_seed(3)
+data = torch.randn(4, 3, dtype=torch.float64)                       # input data: no gradient wanted
+w = torch.randn(3, 2, dtype=torch.float64, requires_grad=True)
+MatMulFunction.apply(data, w).sum().backward()
+print(f"needs_input_grad for (x, w): {asked[-1]}, so backward returned None for x")
+
+grad_w = torch.func.grad(lambda w: MatMulFunction.apply(data, w).sum())(w.detach())
+print("torch.func.grad agrees with backward:", torch.allclose(grad_w, w.grad))
+try:
+    torch.func.grad(lambda x: SiLUFunction.apply(x).sum())(x.detach())
+except RuntimeError as error:
+    print(f"SiLUFunction under torch.func.grad: RuntimeError, asking for setup_context: {'setup_context' in str(error)}")
+
+# %% [markdown]
+# **`gradgradcheck`.** A `backward` built from differentiable torch operations
+# can itself be differentiated, which Hessian-vector products and gradient
+# penalties need. `torch.autograd.gradgradcheck` checks those second
+# derivatives the way `gradcheck` checks first ones. A backward that detaches
+# a saved tensor (or goes through NumPy) has correct first derivatives and
+# passes `gradcheck`; only `gradgradcheck` sees that its second ones are
+# wrong.
+
+# %%
+class DetachingSiLU(SiLUFunction):
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        x = x.detach()                                # cuts the graph of the backward pass
+        s = torch.sigmoid(x)
+        return grad_output * s * (1 + x * (1 - s))
+
+
+x2 = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)
+print(f"MatMulFunction gradgradcheck: {torch.autograd.gradgradcheck(MatMulFunction.apply, (x2, w))}")
+print(f"SiLUFunction   gradgradcheck: {torch.autograd.gradgradcheck(SiLUFunction.apply, (x,))}")
+print(f"DetachingSiLU  gradcheck:     {torch.autograd.gradcheck(DetachingSiLU.apply, (x,))}")
+try:
+    torch.autograd.gradgradcheck(DetachingSiLU.apply, (x,))
+except GradcheckError as error:
+    print(f"DetachingSiLU  gradgradcheck: {type(error).__name__}: {str(error).splitlines()[0].rstrip(',')}")
+
+# %% [markdown]
 # ## Summary
 #
 # - A custom layer is an `nn.Module`: state in `__init__`, computation in
-#   `forward`. A layer without parameters (centering) owns nothing.
+#   `forward`. A layer without parameters (centering) owns nothing; a mean over
+#   the whole batch mixes examples, a mean over `dim=-1` centres each alone.
+# - Draw a custom layer's weights with lesson 3's scale (`randn / sqrt(in_units)`),
+#   or the output's spread grows with the width.
 # - Learnable tensors are `nn.Parameter` attributes; a variable number of them
 #   goes into `nn.ParameterList` or `nn.ParameterDict`, never a plain list.
 # - Use the parameters themselves in `forward`: `.data` bypasses autograd,
@@ -457,7 +573,10 @@ print("float16 input, Ramp output:", Ramp()(torch.ones(2, 4, dtype=torch.float16
 #   their sizes.
 # - `torch.autograd.gradcheck` in double precision checks a layer's gradients
 #   against finite differences, and a hand-written `torch.autograd.Function`'s
-#   `backward` against its `forward`.
+#   `backward` against its `forward`; `gradgradcheck` checks second derivatives.
+# - A `Function` whose `forward` takes no `ctx` and that saves in
+#   `setup_context` works under `torch.func`; `ctx.needs_input_grad` lets
+#   `backward` skip gradients nobody asked for.
 # - Create tensors inside `forward` on the input's device and with its dtype
 #   (`device=X.device, dtype=X.dtype`, `X.new_ones(...)`, `torch.zeros_like(X)`):
 #   by default they are on the CPU, and floating-point ones float32, whatever
