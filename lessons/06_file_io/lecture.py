@@ -38,6 +38,7 @@
 # %%
 import os
 import random
+import stat
 import tempfile
 import warnings
 from pathlib import Path
@@ -478,16 +479,28 @@ except Exception as error:
 # may also keep in memory for a while, so after the rename we flush the
 # directory as well (on POSIX systems, by calling `fsync` on it).
 #
+# One more detail: `mkstemp` creates its file readable and writable by its
+# owner only (mode `0o600`), since a temporary file may hold secrets, and
+# `os.replace` keeps that mode. A checkpoint saved that way on a shared
+# cluster is unreadable to the rest of the group. One `os.chmod` gives the
+# file the mode `open()` would have given it: `0o666` minus the process's
+# umask.
+#
 # Nothing in this recipe is specific to PyTorch, so we write it once for any
 # file: `atomic_write(path, write)` hands an open binary file to `write`, a
 # function that fills it (with `torch.save`, JSON, anything).
 
 # %%
+UMASK = os.umask(0o022)  # the only way to read the umask is to set it ...
+os.umask(UMASK)          # ... and put it straight back
+
+
 def atomic_write(path, write):
     """Call write(f) on a temporary file next to `path`, then move it into place in one step."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
+        os.chmod(tmp, 0o666 & ~UMASK)   # mkstemp made it 0o600; give it open()'s mode
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
@@ -512,6 +525,13 @@ except OSError as error:
 survived = torch.load(root / "atomic.pt")
 print("last good checkpoint intact:", survived["epoch"], torch.equal(survived["weights"], good["weights"]))
 print("files starting with 'atomic':", sorted(p.name for p in root.glob("atomic*")))
+
+fd, bare = tempfile.mkstemp(dir=root)
+os.close(fd)
+(root / "opened.pt").write_bytes(b"")   # what open() makes under this umask
+mode = {name: stat.S_IMODE(os.stat(root / name).st_mode) for name in (bare, "opened.pt", "atomic.pt")}
+print("mkstemp alone, owner only (0o600):", mode[bare] == 0o600)
+print("atomic_write's file has open()'s mode:", mode["atomic.pt"] == mode["opened.pt"])
 
 # %% [markdown]
 # ## Architecture and parameters together: `torch.export`
@@ -664,6 +684,115 @@ print("after loading: ", lean.hidden.weight.device, type(lean.hidden.weight).__n
       torch.equal(lean(X), net(X)))
 
 # %% [markdown]
+# "All keys matched" covers the keys of the `state_dict`, and a buffer
+# registered with `persistent=False` has none. Built on `meta`, such a buffer
+# stays on `meta` after loading, and the first forward pass fails. The same
+# holds for any tensor `__init__` computes and keeps as a plain attribute.
+# Everything the file does not hold must be rebuilt, as `__init__` built it, on
+# the device the parameters arrived on. Keeping that code in a method of its
+# own, called by `__init__`, makes rebuilding one call:
+
+# %%
+class RampedMLP(nn.Module):
+    """The MLP on inputs scaled by a fixed ramp, a buffer that is rebuilt, never saved."""
+
+    def __init__(self):
+        super().__init__()
+        self.mlp = MLP()
+        self.build_buffers()
+
+    def build_buffers(self, device=None):
+        self.register_buffer("ramp", torch.linspace(0, 1, 20, device=device), persistent=False)
+
+    def forward(self, X):
+        return self.mlp(X * self.ramp)
+
+
+ramped = RampedMLP()
+torch.save(ramped.state_dict(), root / "ramped.params")
+with torch.device("meta"):
+    lean_ramped = RampedMLP()
+print(lean_ramped.load_state_dict(torch.load(root / "ramped.params"), assign=True))
+print("still on meta:", [name for name, buffer in lean_ramped.named_buffers() if buffer.is_meta])
+try:
+    lean_ramped(X)
+except RuntimeError as error:
+    print("RuntimeError:", error)
+lean_ramped.build_buffers(device=lean_ramped.mlp.hidden.weight.device)
+print("after build_buffers:", torch.equal(lean_ramped(X), ramped(X)))
+
+# %% [markdown]
+# ## What comes next: views, optimizer state, several processes
+#
+# **A view saves its whole storage.** `torch.save` writes the storage a tensor
+# looks into, so the views that share it come back sharing it. A small slice of
+# a big tensor therefore writes the big one. Clone the slice to save only it.
+
+# %%
+big = torch.arange(1_000_000, dtype=torch.float32)   # 4 MB
+torch.save(big[:10], root / "view.pt")
+torch.save(big[:10].clone(), root / "clone.pt")
+for name in ("view.pt", "clone.pt"):
+    print(f"{name:9} {os.path.getsize(root / name) / 1e3:8.1f} kB")
+
+# %% [markdown]
+# **An optimizer's `state_dict` counts parameters by position.** It stores the
+# parameters as numbers 0, 1, 2, ... in the order they were handed to the
+# optimizer, not by name. Loaded into an optimizer that got the same
+# parameters in another order (here the last layer first), the state of one
+# layer lands on another; when the shapes agree, nothing complains. Build
+# the optimizer the same way in the code that saves and in the code that
+# loads.
+
+# %%
+torch.manual_seed(4)
+pair = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4))
+adam = torch.optim.Adam(pair.parameters(), lr=0.01)
+pair(torch.randn(8, 4)).sum().backward()
+adam.step()
+print("parameter ids in the state_dict:", adam.state_dict()["param_groups"][0]["params"])
+
+reordered = torch.optim.Adam([*pair[1].parameters(), *pair[0].parameters()], lr=0.01)
+reordered.load_state_dict(adam.state_dict())  # no error
+print("layer 1's moments are now layer 0's:",
+      torch.equal(reordered.state[pair[1].weight]["exp_avg"], adam.state[pair[0].weight]["exp_avg"]))
+
+# %% [markdown]
+# **Several processes.** In data-parallel training every process holds the
+# same model, so one of them, rank 0, writes the checkpoint, and all of them
+# wait at a barrier until it is written before anyone reads it or moves on.
+# A model split across processes (FSDP, tensor parallelism) has no single
+# copy to write; `torch.distributed.checkpoint` (`dcp.save`, `dcp.load`) lets
+# every process write and read its own shards into one checkpoint folder, and
+# can load it into another number of processes. Below, a world of one process
+# over the `gloo` backend runs the same code a real job runs.
+
+# %%
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+
+if dist.is_available():
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+
+    def save_on_rank0(state, path):
+        if dist.get_rank() == 0:
+            atomic_write(path, lambda f: torch.save(state, f))
+        dist.barrier()  # nobody reads or moves on before the file is complete
+
+    save_on_rank0(net.state_dict(), root / "rank0.params")
+    print("rank", dist.get_rank(), "of", dist.get_world_size(), "| rank 0's file loads:",
+          torch.equal(torch.load(root / "rank0.params")["out.bias"], net.out.bias))
+
+    dcp.save({"model": net.state_dict()}, checkpoint_id=root / "sharded")
+    print("dcp wrote:", sorted(p.name for p in (root / "sharded").iterdir()))
+    target = {"model": MLP().state_dict()}
+    dcp.load(target, checkpoint_id=root / "sharded")  # fills the given tensors in place
+    print("dcp loaded the same weights:", torch.equal(target["model"]["hidden.weight"], net.hidden.weight))
+    dist.destroy_process_group()
+else:
+    print("this PyTorch was built without torch.distributed; skipped.")
+
+# %% [markdown]
 # Done with the files: deleting the temporary directory removes everything we
 # wrote.
 
@@ -698,6 +827,15 @@ print(root.exists())
 #   Loading one unpickles, so only from sources you trust.
 # - Wrappers prefix the keys (`_orig_mod.`, `module.`): save the inner model or
 #   strip the prefix. `mmap=True` with `assign=True` loads big checkpoints
-#   without a second copy; `.safetensors` files hold tensors and no pickle.
+#   without a second copy; buffers with `persistent=False` (and tensors kept
+#   as plain attributes) are not in the file and stay on `meta`: rebuild them.
+#   `.safetensors` files hold tensors and no pickle.
+# - `mkstemp`'s file is owner-only (`0o600`): `os.chmod` it to `open()`'s mode
+#   before the rename, or the group cannot read the checkpoint.
+# - Saving a view writes its whole storage: clone a slice first. An
+#   optimizer's `state_dict` knows parameters by position: build the optimizer
+#   in the same order when loading. In multi-process training rank 0 writes and
+#   everyone waits at a barrier; sharded state goes through
+#   `torch.distributed.checkpoint`.
 #
 # Now practise in the exercise: `exercises/06_file_io/06_file_io.ipynb`.
