@@ -9,7 +9,7 @@ PORT ?= 8888
 HUB_PORT ?= 8000
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup system-packages lab hub test test-fast lint exercises notebooks check-env grade feedback report bench release clean
+.PHONY: setup system-packages lab hub test test-fast lint exercises notebooks check-env grade feedback report bench release backup restore clean clean-grading
 
 setup: $(STAMP)
 
@@ -105,5 +105,22 @@ report: setup
 bench: setup
 	$(PY) -m tools.bench
 
+# What a class cannot lose (gradebook, hand-ins, the hub's state and LTI keys) in one archive:
+# make backup OUT=class.tar.gz [HUB_STATE=.hub] [HUB_DB_URL=postgresql://...]; see grader/backup.py.
+backup: setup
+	@test -n "$(OUT)" || { echo "usage: make backup OUT=FILE.tar.gz [HUB_STATE=DIR] [HUB_DB_URL=URL]"; exit 2; }
+	$(PY) -m grader.backup create "$(OUT)" --root "$(CURDIR)" $(if $(HUB_STATE),--hub-state "$(HUB_STATE)",)
+
+# make restore FROM=class.tar.gz [FORCE=1]: refuses to replace a gradebook unless FORCE=1.
+restore: setup
+	@test -n "$(FROM)" || { echo "usage: make restore FROM=FILE.tar.gz [HUB_STATE=DIR] [FORCE=1]"; exit 2; }
+	$(PY) -m grader.backup restore "$(FROM)" --root "$(CURDIR)" $(if $(HUB_STATE),--hub-state "$(HUB_STATE)",) $(if $(FORCE),--force,)
+
+# The environment and caches only: the gradebook, hand-ins, feedback and grades stay.
 clean:
-	rm -rf $(VENV) .exchange gradebook.db submitted autograded feedback
+	rm -rf $(VENV) .bench .grader screenshots .pytest_cache
+
+# Deletes every grade and hand-in of this course folder: only with CONFIRM=yes (make backup first).
+clean-grading:
+	@test "$(CONFIRM)" = yes || { echo "make clean-grading deletes gradebook.db, submitted/, autograded/, feedback/, grades/ and .exchange/: run make backup OUT=... first, then make clean-grading CONFIRM=yes"; exit 2; }
+	rm -rf .exchange gradebook.db submitted autograded feedback grades

@@ -1,0 +1,159 @@
+"""Back up and restore what a class cannot lose: `make backup OUT=file`, `make restore FROM=file`.
+
+    python -m grader.backup create OUT.tar.gz [--root COURSE] [--hub-state STATE] [--db-url URL]
+    python -m grader.backup restore FROM.tar.gz [--root COURSE] [--hub-state STATE] [--db-url URL] [--force]
+
+What a class cannot lose, and where it lives:
+
+    the course folder (--root, default: here)    gradebook.db (nbgrader's SQLite gradebook), submitted/,
+                                                 autograded/, feedback/ (nbgrader's folders), grades/
+                                                 (the CSV files), .exchange/ (release and hand-ins)
+    the hub's state (--hub-state, default .hub   hub/ (JupyterHub's database and cookie secret,
+    when it exists)                              passwords.csv, lti/: the tool's key, tool.json and the
+                                                 LTI launch store), course/ (the grader's course: its
+                                                 gradebook and every hand-in), exchange/
+    a PostgreSQL gradebook (--db-url, or the     dumped with pg_dump into the archive, restored with psql
+    hub's HUB_DB_URL)
+
+Students' home folders are theirs: the machine's own backups keep them. The archive keeps each
+file's owner by name and its mode, so a restore as root on a machine whose accounts `make hub`
+re-created from the roster gives every file back to the same account. A restore refuses to
+overwrite a course or hub state that already holds a gradebook unless --force.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+COURSE_PARTS = ("gradebook.db", "submitted", "autograded", "feedback", "grades", ".exchange")
+HUB_PARTS = ("hub", "course", "exchange")
+MANIFEST = "backup.json"
+
+
+def parts(root: Path, hub_state: Path | None) -> list[tuple[str, Path]]:
+    """(name in the archive, path here) for everything there is to keep."""
+    found = [(f"course/{name}", root / name) for name in COURSE_PARTS if (root / name).exists()]
+    if hub_state is not None and hub_state.exists():
+        found += [(f"hub-state/{name}", hub_state / name) for name in HUB_PARTS if (hub_state / name).exists()]
+    return found
+
+
+def postgres(db_url: str) -> bool:
+    return db_url.startswith(("postgresql://", "postgresql+psycopg://", "postgres://"))
+
+
+def libpq_url(db_url: str) -> str:
+    """What pg_dump and psql accept: SQLAlchemy's driver suffix removed."""
+    return "postgresql://" + db_url.split("://", 1)[1]
+
+
+def create(out: Path, root: Path, hub_state: Path | None, db_url: str = "") -> dict:
+    """Write the archive; returns its manifest (what it holds)."""
+    kept = parts(root, hub_state)
+    manifest: dict = {"made": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "parts": [name for name, _ in kept]}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(out, "w:gz") as archive:
+        for name, path in kept:
+            archive.add(path, arcname=name)
+        if postgres(db_url):
+            dump = subprocess.run(
+                ["pg_dump", "--clean", "--if-exists", "--no-owner", libpq_url(db_url)],
+                capture_output=True,
+                check=False,
+            )
+            if dump.returncode != 0:
+                raise RuntimeError(f"pg_dump failed: {dump.stderr.decode(errors='replace').strip()}")
+            add_bytes(archive, "postgres.sql", dump.stdout)
+            manifest["postgres"] = True
+        add_bytes(archive, MANIFEST, json.dumps(manifest, indent=1).encode())
+    return manifest
+
+
+def add_bytes(archive: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime, info.mode = len(data), int(time.time()), 0o600
+    archive.addfile(info, io.BytesIO(data))
+
+
+def has_gradebook(root: Path, hub_state: Path | None) -> bool:
+    places = [root / "gradebook.db"] + ([hub_state / "course" / "gradebook.db"] if hub_state else [])
+    return any(p.exists() for p in places)
+
+
+def restore(source: Path, root: Path, hub_state: Path | None, db_url: str = "", force: bool = False) -> dict:
+    """Put an archive's parts back; returns its manifest."""
+    with tarfile.open(source, "r:gz") as archive:
+        manifest = json.loads(archive.extractfile(MANIFEST).read())  # type: ignore[union-attr]
+        if not force and has_gradebook(root, hub_state):
+            raise FileExistsError("a gradebook is already there; restore with --force to replace it")
+        targets = {"course": root, "hub-state": hub_state}
+        for member in archive.getmembers():
+            top, _, rest = member.name.partition("/")
+            if top not in targets or not rest:
+                continue
+            if targets[top] is None:
+                raise ValueError(f"the archive holds a hub's state ({member.name}): name --hub-state")
+        for name in manifest["parts"]:
+            top, _, rest = name.partition("/")
+            target = targets[top] / rest  # type: ignore[operator]
+            if target.is_dir():
+                shutil.rmtree(target)
+            elif target.exists():
+                target.unlink()
+        for top, folder in targets.items():
+            if folder is None:
+                continue
+            members = [m for m in archive.getmembers() if m.name.startswith(top + "/")]
+            for member in members:
+                member.name = member.name.split("/", 1)[1]
+            folder.mkdir(parents=True, exist_ok=True)
+            # Owners by name and modes as they were (fully_trusted: this is the instructor's own archive).
+            archive.extractall(folder, members=members, filter="fully_trusted")
+        if manifest.get("postgres"):
+            if not postgres(db_url):
+                raise ValueError("the archive holds a PostgreSQL gradebook: name its --db-url")
+            sql = archive.extractfile("postgres.sql").read()  # type: ignore[union-attr]
+            done = subprocess.run(
+                ["psql", "--quiet", "--set", "ON_ERROR_STOP=1", libpq_url(db_url)], input=sql, capture_output=True
+            )
+            if done.returncode != 0:
+                raise RuntimeError(f"psql failed: {done.stderr.decode(errors='replace').strip()}")
+    return manifest
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m grader.backup", description=__doc__.split("\n\n")[0])
+    parser.add_argument("action", choices=("create", "restore"))
+    parser.add_argument("archive", type=Path)
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="the course folder (default: here)")
+    parser.add_argument("--hub-state", type=Path, help="make hub's state folder (default: ROOT/.hub if it exists)")
+    parser.add_argument("--db-url", default=os.environ.get("HUB_DB_URL", ""), help="a PostgreSQL gradebook's URL")
+    parser.add_argument("--force", action="store_true", help="restore over an existing gradebook")
+    args = parser.parse_args(argv)
+    hub_state = args.hub_state or (args.root / ".hub" if (args.root / ".hub").exists() else None)
+    try:
+        if args.action == "create":
+            manifest = create(args.archive, args.root, hub_state, args.db_url)
+            print(f"backup: {args.archive} holds {', '.join(manifest['parts']) or 'nothing yet'}")
+        else:
+            if args.archive.suffix != ".gz" or not args.archive.exists():
+                raise FileNotFoundError(f"{args.archive}: not a backup made by make backup")
+            manifest = restore(args.archive, args.root, hub_state or args.root / ".hub", args.db_url, args.force)
+            print(f"restore: put back {', '.join(manifest['parts'])} from the backup of {manifest['made']}")
+    except (OSError, ValueError, RuntimeError, tarfile.TarError) as error:
+        print(f"{args.action}: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
