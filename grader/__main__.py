@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 
-from . import course, export, grade, sandbox
+from . import canvas, course, export, grade, sandbox
 from .cluster import ClusterUnusable, parse_resources
 from .feedback import NoGrades, generate
 from .lms import main as lms_main
@@ -23,7 +24,17 @@ def main(argv: list[str] | None = None) -> int:
     grade = sub.add_parser("grade", help="grade a folder of submissions")
     grade.add_argument("assignment")
     grade.add_argument(
-        "--submissions", required=True, type=Path, help="folder with <student>.ipynb files or <student>/ folders"
+        "--submissions",
+        required=True,
+        type=Path,
+        help="folder with <student>.ipynb files or <student>/ folders, or Canvas's bulk download "
+        "(submissions.zip or its extracted folder)",
+    )
+    grade.add_argument(
+        "--canvas-roster",
+        type=Path,
+        default=None,
+        help="with a Canvas download: Canvas's gradebook export CSV, which names each Canvas user",
     )
     grade.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once")
     grade.add_argument(
@@ -59,14 +70,35 @@ def main(argv: list[str] | None = None) -> int:
     report.add_argument("--db-url", default=None)
     report.add_argument("--root", type=Path, default=None, help=root_help)
     export = sub.add_parser("export", help="grades for an LMS (Canvas' gradebook import CSV)")
-    export.add_argument("assignments", nargs="*", help="assignments to export (default: all in the gradebook)")
+    export.add_argument("assignments", nargs="*", help="assignments to export (default: those with graded submissions)")
+    export.add_argument(
+        "--assignment", action="append", default=[], dest="named", help="an assignment to export (repeatable)"
+    )
+    export.add_argument(
+        "--column",
+        action="append",
+        default=[],
+        metavar="ASSIGNMENT=COLUMN",
+        help="the Canvas column an assignment fills, headed as Canvas's export heads it, e.g. "
+        "'01_blocks=Lesson 1 (12345)' (repeatable)",
+    )
+    export.add_argument(
+        "--columns", type=Path, default=None, help="a JSON object or CSV file: assignment -> Canvas column header"
+    )
+    export.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="export although written answers lack a grade (the column then holds autograded points "
+        "only) or submissions were graded against an earlier release (left blank)",
+    )
     export.add_argument("--format", choices=["canvas"], required=True)
     export.add_argument("--out", type=Path, default=None, help="CSV file (default grades/canvas.csv)")
     export.add_argument(
         "--roster",
         type=Path,
         default=None,
-        help="CSV mapping student_id to name, canvas_id, sis_user_id, sis_login_id, section",
+        help="CSV mapping student_id to name, canvas_id, sis_user_id, sis_login_id, section; "
+        "or Canvas's gradebook export",
     )
     export.add_argument("--db-url", default=None, help="gradebook URL (default: the course's)")
     export.add_argument("--root", type=Path, default=None, help=root_help)
@@ -107,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _grade(args) -> int:
+    staged = getattr(args, "canvas_notes", None) is not None
+    if not staged and (args.canvas_roster is not None or canvas.is_download(args.submissions)):
+        return _grade_canvas(args)
     if not args.submissions.is_dir():
         print(f"error: {args.submissions} is not a folder of submissions", file=sys.stderr)
         return 2
@@ -151,6 +186,9 @@ def _grade(args) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     out = args.out or course.course_root(config) / "grades" / f"{args.assignment}.csv"
+    for row in rows:
+        if row.student_id in getattr(args, "canvas_notes", {}):
+            row.detail = "; ".join(filter(None, [args.canvas_notes[row.student_id], row.detail]))
     export.write_csv(rows, out)
     print(f"{len(rows)} students: {grade.describe(rows)}; grades in {out}")
     summary = grade.not_graded_summary(rows)
@@ -160,19 +198,58 @@ def _grade(args) -> int:
     return 0
 
 
+def _grade_canvas(args) -> int:
+    """Grade Canvas's bulk download: one student per Canvas user, their latest upload graded."""
+    try:
+        roster = canvas.read_roster(args.canvas_roster) if args.canvas_roster else {}
+        uploads, skipped = canvas.read_download(args.submissions)
+    except (ValueError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    students = canvas.students(uploads, roster)
+    for name in skipped:
+        print(f"warning: {args.submissions}: skipped {name}", file=sys.stderr)
+    unknown = [s.user_id for s in students if roster and not s.roster]
+    if unknown:
+        print(f"warning: Canvas users not on the roster (graded by user id): {', '.join(unknown)}", file=sys.stderr)
+    print(f"Canvas download: {len(uploads)} files from {len(students)} students")
+    with tempfile.TemporaryDirectory(prefix="canvas-") as staged:
+        canvas.stage(students, Path(staged))
+        args.submissions, args.canvas_notes = Path(staged), {s.student_id: s.note() for s in students}
+        status = _grade(args)
+    config = course.load_config(args.root)
+    canvas.record(args.db_url or course.db_url(config), students)
+    return status
+
+
 def _export(args) -> int:
     config = course.load_config(args.root)
-    db_url = args.db_url or course.db_url(config)
     out = args.out or course.course_root(config) / "grades" / "canvas.csv"
     try:
-        count = export.write_canvas_csv(db_url, out, args.assignments or None, args.roster)
+        columns = export.read_columns(args.columns, args.column)
+        result = export.write_canvas_csv(
+            config,
+            out,
+            (args.assignments + args.named) or None,
+            args.roster,
+            db_url=args.db_url,
+            columns=columns,
+            allow_partial=args.allow_partial,
+        )
+    except export.ExportRefused as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except Exception as error:  # nbgrader's MissingEntry for an unknown assignment
         print(f"error: {type(error).__name__}: {error}", file=sys.stderr)
         return 2
-    print(f"{count} students in {out} (Canvas: Grades -> Import)")
+    for problem in result.partial:
+        print(f"partial: {problem}", file=sys.stderr)
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(f"{len(result.rows) - 2} students in {out} (Canvas: Grades -> Import)")
     return 0
 
 

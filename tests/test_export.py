@@ -1,112 +1,248 @@
-"""Grades into the LMS: `python -m grader export --format canvas` writes Canvas'
-gradebook import CSV (student columns Student, ID, SIS User ID, SIS Login ID,
-Section; one column per assignment; a second row "Points Possible"), from a
-gradebook whose assignment is registered from the course's own release."""
+"""Grades into Canvas. `python -m grader grade A --submissions submissions.zip --canvas-roster
+gradebook.csv` grades Canvas's bulk download (one student per Canvas user, the latest upload
+graded); `python -m grader export --format canvas` writes Canvas's gradebook import CSV (Student,
+ID, SIS User ID, SIS Login ID, Section, one column per assignment headed as the instructor's Canvas
+column, a second row "Points Possible") and refuses, naming student, assignment and cell, where a
+written answer has no grade or a submission was graded against an earlier release, unless
+--allow-partial. One real grading run (no sandbox: the notebooks are the course's own answers)
+feeds every test; a test that changes the course works on a copy."""
 
 import csv
+import json
+import shutil
+import zipfile
 
+import nbformat
 import pytest
+import submissions
+from nbgrader.api import Gradebook
 
-from grader import export
+from grader import canvas, export
 from tools import course
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.integration
 
 A = "01_blocks"
 B = "02_parameters"
+# Canvas users: ana uploaded twice (a blank notebook, then her answers as 01_blocks-1.ipynb);
+# ben once, late, with the first wrong-answer fixture's mistake.
+ANA, BEN = "1001", "1002"
+WRONG = submissions.first_wrong(A)
+POINTS = submissions.points(A)
+AUTO = sum(POINTS.values())
+ROSTER = (
+    "Student,ID,SIS User ID,SIS Login ID,Section,Lesson 1 (12345)\n"
+    "    Points Possible,,,,,12\n"
+    f'"Lima, Ana",{ANA},S-17,alima,Group 1,\n'
+    f'"Brun, Ben",{BEN},S-18,,Group 2,\n'
+    '"Cruz, Cai",1003,S-19,ccruz,Group 1,\n'
+)
+
+
+def _written(assignment=A) -> dict[str, float]:
+    """Points of each written (hand-graded) answer, from the released exercise."""
+    return {
+        c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]["points"]
+        for c in submissions.exercise(assignment).cells
+        if c.metadata.get("nbgrader", {}).get("grade") and c.metadata["nbgrader"].get("solution")
+    }
+
+
+def _download(folder):
+    """Canvas's zip, as *Download Submissions* names its files."""
+    files = {
+        f"limaana_{ANA}_500_{A}.ipynb": submissions.exercise(A),
+        f"limaana_{ANA}_731_{A}-1.ipynb": submissions.answered(A),
+        f"brunben_late_{BEN}_640_{A}.ipynb": submissions.answered(A, {WRONG.answer_id: WRONG.code}),
+    }
+    path = folder / "submissions.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, nb in files.items():
+            archive.writestr(name, nbformat.writes(nb))
+    return path
 
 
 @pytest.fixture(scope="module")
-def gradebook(tmp_path_factory):
-    """A gradebook with lessons 1 and 2 registered and three students: two graded in lesson 1, one who
-    never handed in; only ben handed in lesson 2."""
-    from nbgrader.api import Gradebook
+def graded(tmp_path_factory):
+    """A course with lessons 1 and 2 registered; lesson 1 graded from a Canvas download."""
+    from grader.__main__ import main
 
-    root = tmp_path_factory.mktemp("canvas") / "course"
-    course_api = course.temporary_course(root, [A, B])
-    course.register(course_api, A)
-    course.register(course_api, B)
-    db_url = course.load_config(root).CourseDirectory.db_url
-    with Gradebook(db_url) as gb:
-        gb.update_or_create_student("ana", first_name="Ana", last_name="Lima")
-        gb.update_or_create_student("ben")
-        gb.update_or_create_student("cai")
-        for assignment, student, share in ((A, "ana", 1.0), (A, "ben", 0.5), (B, "ben", 1.0)):
-            submission = gb.add_submission(assignment, student)
-            for grade in submission.notebooks[0].grades:
-                grade.auto_score = grade.max_score * share
+    base = tmp_path_factory.mktemp("canvas")
+    root = base / "course"
+    course.register(course.temporary_course(root, [A, B]), B)
+    roster = base / "gradebook.csv"
+    roster.write_text(ROSTER)
+    out = base / "grades.csv"
+    zipped = _download(base)
+    command = ["grade", A, "--submissions", str(zipped), "--canvas-roster", str(roster), "--root", str(root)]
+    assert main(command + ["--out", str(out), "--no-sandbox", "--jobs", "2"]) == 0
+    return {"root": root, "roster": roster, "zip": zipped, "rows": export.read_csv(out), "base": base}
+
+
+def _copy(graded, tmp_path):
+    """A copy of the graded course (gradebook, autograded notebooks, sources) to change."""
+    root = tmp_path / "course"
+    shutil.copytree(graded["root"], root)
+    return root
+
+
+def _grade_written(root, share=1.0, students=("alima", BEN)):
+    with Gradebook(course.load_config(root).CourseDirectory.db_url) as gb:
+        for student in students:
+            for cell, points in _written().items():
+                gb.find_grade(cell, A, A, student).manual_score = points * share
         gb.db.commit()
-        expected = {s: gb.find_submission(A, s).score for s in ("ana", "ben")}
-        expected["ben", B] = gb.find_submission(B, "ben").score
-        max_score = gb.find_assignment(A).max_score
-    return {"root": root, "db_url": db_url, "expected": expected, "max_score": max_score}
 
 
-def _release_points(root, assignment=A) -> float:
-    """The assignment's points, read from the released notebook's nbgrader cell metadata."""
-    import nbformat
+def _export(root, *args, capsys=None):
+    from grader.__main__ import main
 
-    nb = nbformat.read(root / "exercises" / assignment / f"{assignment}.ipynb", as_version=4)
-    return sum(
-        cell.metadata.get("nbgrader", {}).get("points", 0)
-        for cell in nb.cells
-        if cell.metadata.get("nbgrader", {}).get("grade")
+    out = root / "canvas.csv"
+    out.unlink(missing_ok=True)
+    code = main(["export", "--format", "canvas", "--root", str(root), "--out", str(out), *args])
+    return code, (list(csv.reader(open(out, encoding="utf-8"))) if out.exists() else None)
+
+
+def _by_canvas_id(rows):
+    return {row[1]: row for row in rows[2:]}
+
+
+def test_a_canvas_download_grades_one_row_per_canvas_user_and_the_latest_upload(graded):
+    rows = {row["student_id"]: row for row in graded["rows"]}
+    assert sorted(rows) == sorted(["alima", BEN]), (
+        "one student per Canvas user id: the roster's login, else the user id"
+    )
+    assert float(rows["alima"]["score"]) == AUTO, "ana's latest upload (01_blocks-1.ipynb) has every answer"
+    assert "ignored earlier" in rows["alima"]["detail"] and f"{A}.ipynb" in rows["alima"]["detail"]
+    lost = sum(POINTS[t] for t in WRONG.fails)
+    assert float(rows[BEN]["score"]) == AUTO - lost and "(late)" in rows[BEN]["detail"]
+    with Gradebook(course.load_config(graded["root"]).CourseDirectory.db_url) as gb:
+        ana = gb.find_student("alima")
+        assert (ana.last_name, ana.first_name, ana.lms_user_id) == ("Lima", "Ana", ANA)
+        assert gb.find_student(BEN).lms_user_id == BEN
+
+
+def test_the_extracted_folder_reads_as_the_zip_does(graded, tmp_path):
+    with zipfile.ZipFile(graded["zip"]) as archive:
+        archive.extractall(tmp_path)
+    (tmp_path / "submissions.zip").unlink(missing_ok=True)
+    assert canvas.is_download(tmp_path) and canvas.is_download(graded["zip"])
+    from_folder, skipped = canvas.read_download(tmp_path)
+    from_zip, _ = canvas.read_download(graded["zip"])
+    assert skipped == [] and sorted((u.file_name, u.data) for u in from_folder) == sorted(
+        (u.file_name, u.data) for u in from_zip
+    )
+    students = {s.user_id: s for s in canvas.students(from_zip, canvas.read_roster(graded["roster"]))}
+    assert students[ANA].graded.original == f"{A}-1.ipynb" and students[ANA].graded.attachment_id == 731
+    assert students[BEN].graded.late and students[BEN].student_id == BEN, "no SIS login: the Canvas user id"
+    (tmp_path / "notes.txt").write_text("x")
+    assert not canvas.is_download(tmp_path), "a folder with a file Canvas would not name is a plain downloads folder"
+
+
+def test_export_refuses_while_a_written_answer_has_no_grade(graded, tmp_path, capsys):
+    code, rows = _export(graded["root"], A)
+    err = capsys.readouterr().err
+    assert code == 1 and rows is None, "nothing is written while a written answer has no grade"
+    for cell in _written():
+        assert f"{A}: alima: written answer '{cell}' has no grade" in err
+        assert f"{A}: {BEN}: written answer '{cell}' has no grade" in err
+    assert "--allow-partial" in err
+
+
+def test_allow_partial_exports_the_autograded_points_only_and_says_so(graded, capsys):
+    code, rows = _export(graded["root"], A, "--allow-partial")
+    err = capsys.readouterr().err
+    assert code == 0 and "AUTOGRADED points only" in err and "partial:" in err
+    assert float(rows[1][5]) == AUTO, "Points Possible counts only what is graded: the autograded tests"
+    assert float(_by_canvas_id(rows)[ANA][5]) == AUTO, (
+        "a perfect student shows full marks, not the written points missing"
     )
 
 
-def _read(path):
-    with open(path, newline="", encoding="utf-8") as handle:
-        return list(csv.reader(handle))
+def test_graded_written_answers_give_the_full_total(graded, tmp_path, capsys):
+    root = _copy(graded, tmp_path)
+    _grade_written(root, share=0.5)
+    code, rows = _export(root, A)
+    assert code == 0, capsys.readouterr().err
+    assert float(rows[1][5]) == submissions.max_score(A)
+    assert float(_by_canvas_id(rows)[ANA][5]) == AUTO + sum(_written().values()) * 0.5
 
 
-def test_canvas_csv_has_the_documented_shape_and_the_gradebook_scores(gradebook, tmp_path):
-    from grader.__main__ import main
+def test_export_refuses_when_the_release_changed_after_grading(graded, tmp_path, capsys):
+    root = _copy(graded, tmp_path)
+    _grade_written(root)
+    source = root / "solutions" / A / f"{A}.ipynb"
+    nb = nbformat.read(source, as_version=4)
+    tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") in POINTS]
+    tests[0].metadata["nbgrader"]["points"] += 1  # worth one point more
+    tests[1].source += "\nassert True  # a test added"  # same points, another test
+    nbformat.write(nb, source)
+    code, rows = _export(root, A)
+    err = capsys.readouterr().err
+    name0, name1 = (c.metadata["nbgrader"]["grade_id"] for c in tests[:2])
+    assert code == 1 and rows is None
+    was = POINTS[name0]
+    assert (
+        f"{A}: alima: graded against an earlier release ({name0} worth {was + 1} points now, {was} when graded" in err
+    )
+    assert f"{name1} changed" in err
+    code, rows = _export(root, A, "--allow-partial")
+    assert code == 0 and "graded against an earlier release" in capsys.readouterr().err
+    assert float(rows[1][5]) == submissions.max_score(A) + 1, "Points Possible is the current release's"
+    assert [row[5] for row in rows[2:]] == ["", ""], "a stale grade is left blank: Canvas keeps what it has"
 
-    out = tmp_path / "canvas.csv"
-    assert main(["export", "--format", "canvas", "--out", str(out), "--root", str(gradebook["root"]), A]) == 0
-    rows = _read(out)
-    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", A]
-    assert rows[1][0].strip() == "Points Possible" and rows[1][1:5] == ["", "", "", ""]
-    assert float(rows[1][5]) == _release_points(gradebook["root"]) == gradebook["max_score"]
-    by_login = {row[3]: row for row in rows[2:]}
-    assert float(by_login["ana"][5]) == gradebook["expected"]["ana"] and by_login["ana"][0] == "Lima, Ana"
-    assert float(by_login["ben"][5]) == gradebook["expected"]["ben"]
-    assert by_login["cai"][5] == "", "a student who handed nothing in gets a blank, which Canvas leaves alone"
-    assert all(len(row) == len(rows[0]) for row in rows)
+
+def test_each_assignment_fills_the_instructors_canvas_column(graded, tmp_path, capsys):
+    root = _copy(graded, tmp_path)
+    _grade_written(root)
+    code, rows = _export(root, "--column", f"{A}=Lesson 1 (12345)")
+    assert code == 0 and rows[0] == export.CANVAS_COLUMNS + ["Lesson 1 (12345)"], capsys.readouterr().err
+    for mapping in ({A: "Blocks (777)"}, None):
+        path = tmp_path / ("columns.json" if mapping else "columns.csv")
+        path.write_text(json.dumps(mapping) if mapping else f"assignment,column\n{A},Blocks (778)\n")
+        code, rows = _export(root, "--columns", str(path), "--assignment", A)
+        assert code == 0 and rows[0][5] == ("Blocks (777)" if mapping else "Blocks (778)")
+    code, _ = _export(root, "--column", f"{A}=Lesson 1")
+    assert code == 0 and "no Canvas assignment id" in capsys.readouterr().err
+    assert _export(root, "--column", "Lesson 1 (12345)")[0] == 2
+    assert "ASSIGNMENT=CANVAS COLUMN" in capsys.readouterr().err
+    assert _export(root, "--column", "nope=X (1)")[0] == 2 and "nope" in capsys.readouterr().err
 
 
-def test_a_roster_maps_students_to_their_lms_identities(gradebook, tmp_path):
+def test_a_bare_export_has_only_the_graded_assignments(graded, tmp_path):
+    root = _copy(graded, tmp_path)
+    _grade_written(root)
+    code, rows = _export(root)
+    assert code == 0 and rows[0][5:] == [A], f"{B} is registered but has no submission: no empty column"
+    code, rows = _export(root, A, "--assignment", B)
+    assert code == 0 and rows[0][5:] == [A, B] and all(row[6] == "" for row in rows[2:])
+
+
+def test_the_canvas_gradebook_export_is_a_roster_for_the_import(graded, tmp_path):
+    root = _copy(graded, tmp_path)
+    _grade_written(root)
+    code, rows = _export(root, "--roster", str(graded["roster"]))
+    assert code == 0
+    by_id = {row[1]: row for row in rows[2:]}
+    assert by_id[ANA][:5] == ["Lima, Ana", ANA, "S-17", "alima", "Group 1"]
+    assert by_id[BEN][:5] == ["Brun, Ben", BEN, "S-18", "", "Group 2"]
+    assert by_id["1003"][5] == "", "on the roster, never handed in: blank, which Canvas leaves alone"
+    assert len(rows) == 2 + 3
+
+
+def test_a_roster_of_our_own_maps_students_to_their_lms_identities(graded, tmp_path):
+    root = _copy(graded, tmp_path)
+    _grade_written(root)
     roster = tmp_path / "roster.csv"
-    roster.write_text(
-        'student_id,name,canvas_id,sis_user_id,sis_login_id,section\nana,"Lima, Ana",1001,S-17,alima,Group 1\n'
-    )
-    out = tmp_path / "canvas.csv"
-    export.write_canvas_csv(gradebook["db_url"], out, [A], roster)
-    ana = next(row for row in _read(out)[2:] if row[1] == "1001")
-    assert ana[:5] == ["Lima, Ana", "1001", "S-17", "alima", "Group 1"]
-    assert float(ana[5]) == gradebook["expected"]["ana"]
+    roster.write_text('student_id,name,canvas_id,sis_user_id,sis_login_id,section\nalima,"Lima, A.",9,S,al,G\n')
+    code, rows = _export(root, "--roster", str(roster))
+    assert code == 0 and next(r for r in rows[2:] if r[1] == "9")[:5] == ["Lima, A.", "9", "S", "al", "G"]
 
 
-def test_bad_input_gets_a_clear_message(gradebook, tmp_path, capsys):
-    from grader.__main__ import main
-
+def test_bad_input_gets_a_clear_message(graded, tmp_path, capsys):
     roster = tmp_path / "roster.csv"
     roster.write_text("name,section\nAna,1\n")
-    assert main(["export", "--format", "canvas", "--roster", str(roster), "--root", str(gradebook["root"])]) == 2
+    assert _export(graded["root"], "--roster", str(roster))[0] == 2
     assert "needs a student_id column" in capsys.readouterr().err
-    assert main(["export", "--format", "canvas", "--root", str(gradebook["root"]), "no_such_assignment"]) == 2
+    assert _export(graded["root"], "no_such_assignment")[0] == 2
     assert "no_such_assignment" in capsys.readouterr().err
-
-
-def test_without_assignment_names_every_assignment_of_the_gradebook_gets_a_column(gradebook, tmp_path):
-    from grader.__main__ import main
-
-    out = tmp_path / "all.csv"
-    assert main(["export", "--format", "canvas", "--out", str(out), "--root", str(gradebook["root"])]) == 0
-    rows = _read(out)
-    assert rows[0][:5] == export.CANVAS_COLUMNS and sorted(rows[0][5:]) == [A, B]
-    column = {name: rows[0].index(name) for name in (A, B)}
-    assert float(rows[1][column[B]]) == _release_points(gradebook["root"], B)
-    by_login = {row[3]: row for row in rows[2:]}
-    assert float(by_login["ben"][column[B]]) == gradebook["expected"]["ben", B]
-    assert by_login["ana"][column[B]] == "" and float(by_login["ana"][column[A]]) == gradebook["expected"]["ana"]
