@@ -9,7 +9,7 @@ PORT ?= 8888
 HUB_PORT ?= 8000
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup system-packages lab hub test test-fast lint exercises notebooks check-env grade feedback report bench release backup restore clean clean-grading
+.PHONY: setup system-packages lab hub hub-member test test-fast lint exercises notebooks check-env grade feedback report bench release backup restore clean clean-grading
 
 setup: $(STAMP)
 
@@ -35,6 +35,11 @@ lab: setup
 # HUB_ROSTER, HUB_STATE, HUB_DB_URL, HUB_ASSIGNMENTS: see hub/serve.py.
 hub: setup hub/node_modules/.package-lock.json
 	HUB_PORT=$(HUB_PORT) $(PY) hub/serve.py
+
+# Someone joins the running hub, no restart: sudo make hub-member NAME=alice [ROLE=student|ta|instructor] [PASSWORD=...]
+hub-member: setup
+	@test -n "$(NAME)" || { echo "usage: make hub-member NAME=NAME [ROLE=student|ta|instructor] [PASSWORD=...]"; exit 2; }
+	$(PY) hub/members.py add "$(NAME)" --role "$(or $(ROLE),student)" $(if $(PASSWORD),--password "$(PASSWORD)",)
 
 # JupyterHub's proxy, exactly as pinned in hub/package-lock.json. Under a lock, and only if no
 # other `make hub` installed it meanwhile: the tests start hubs side by side, and two `npm ci`

@@ -42,8 +42,8 @@ lti = course.get("lti")
 # The proxy serves everything on 127.0.0.1:port; browsers use http://localhost:port, or with
 # LTI the hub's public address (tool_url, e.g. https://hub.example.org behind a TLS proxy,
 # with its wildcard *.hub.example.org for the users' servers).
-c.JupyterHub.bind_url = f"http://127.0.0.1:{port}"
-c.JupyterHub.subdomain_host = lti["tool_url"].rstrip("/") if lti else f"http://localhost:{port}"
+c.JupyterHub.bind_url = f"http://{course['bind']}:{port}"
+c.JupyterHub.subdomain_host = lti["tool_url"].rstrip("/") if lti else course["public_url"]
 c.JupyterHub.hub_bind_url = f"http://127.0.0.1:{course['hub_api_port']}"
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{course['proxy_api_port']}"
 c.ConfigurableHTTPProxy.command = [course["proxy"]]
@@ -65,16 +65,29 @@ if lti:
     c.CourseLTIAuthenticator.store_path = lti["store"]
     c.CourseLTIAuthenticator.key_path = lti["key"]
     c.CourseLTIAuthenticator.gradebook_url = course["gradebook"]
-    c.CourseLTIAuthenticator.known_names = [course["grader"], *course["students"], *course["instructors"]]
+    c.CourseLTIAuthenticator.known_names = [
+        course["grader"],
+        *course["students"],
+        *course["instructors"],
+        *course["tas"],
+    ]
     c.CourseLTIAuthenticator.groups = {"instructor": f"formgrade-{course_id}", "student": f"nbgrader-{course_id}"}
     # Who may sign in is the LMS's decision: only its signed launches get here.
     c.Authenticator.allow_all = True
     c.Authenticator.manage_groups = True
 else:
     c.JupyterHub.authenticator_class = "pam"
-    c.Authenticator.allowed_users = set(course["students"] + course["instructors"])
+    c.Authenticator.allowed_users = set(course["students"] + course["instructors"] + course["tas"])
+    # Members added later (python hub/members.py add) are users in the hub's database: let them in.
+    c.Authenticator.allow_existing_users = True
+# Instructors run the hub (its admin page: servers, users); TAs only grade in Formgrader.
+c.Authenticator.admin_users = set(course["instructors"])
 
-c.JupyterHub.spawner_class = "localprocess"
+# JupyterHub's local spawner, with its own mem_limit and cpu_limit enforced per user (hub/limits.py).
+sys.path.insert(0, hub)
+c.JupyterHub.spawner_class = "limits.LimitedSpawner"
+c.Spawner.mem_limit = course["mem_limit"] or None
+c.Spawner.cpu_limit = course["cpu_limit"] or None
 c.Spawner.cmd = [os.path.join(venv_bin, "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
 # A kernel and torch take a while on a busy machine.
@@ -91,7 +104,7 @@ c.Spawner.environment = {
 instructors_group = f"formgrade-{course_id}"
 if not lti:  # with LTI the authenticator sets each user's group at every launch
     c.JupyterHub.load_groups = {
-        instructors_group: {"users": course["instructors"]},
+        instructors_group: {"users": course["instructors"] + course["tas"]},
         f"nbgrader-{course_id}": {"users": course["students"]},
     }
 c.JupyterHub.load_roles = [
@@ -102,7 +115,22 @@ c.JupyterHub.load_roles = [
         "scopes": [f"access:services!service={course_id}"],
     }
 ]
+c.JupyterHub.load_roles += [
+    # JupyterHub's idle culler stops a server nobody used for HUB_IDLE_TIMEOUT seconds.
+    {
+        "name": "idle-culler",
+        "services": ["idle-culler"],
+        "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
+    },
+    # `python hub/members.py add` adds a member to the running hub with this service's token.
+    {"name": "course-members", "services": ["course-members"], "scopes": ["admin:users", "admin:groups"]},
+]
 c.JupyterHub.services = [
+    {
+        "name": "idle-culler",
+        "command": [sys.executable, "-m", "jupyterhub_idle_culler", f"--timeout={course['idle_timeout']}"],
+    },
+    {"name": "course-members", "api_token": course["members_token"]},
     {
         "name": course_id,
         "url": f"http://127.0.0.1:{course['service_port']}",
@@ -114,5 +142,5 @@ c.JupyterHub.services = [
             "JUPYTER_CONFIG_PATH": os.path.join(hub, "config", "grader"),
         },
         "oauth_no_confirm": True,
-    }
+    },
 ]

@@ -53,7 +53,7 @@ HUB = Path(__file__).resolve().parent
 ROOT = HUB.parent
 VENV_BIN = Path(sys.executable).parent
 COURSE_ID = "pytorch-building-blocks"
-ROLES = ("student", "instructor", "grader")
+ROLES = ("student", "instructor", "ta", "grader")
 # What Linux (useradd) accepts without complaint, and a domain name label allows.
 NAME = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 ADMIN_ONLY = "make hub creates Linux accounts for the class: run it as root (sudo make hub)."
@@ -373,6 +373,12 @@ def course_folder(
     )
     for path in [folder, *folder.rglob("*")]:
         os.chown(path, grader.pw_uid, grader.pw_gid, follow_symlinks=False)
+    register(folder, grader, assignments, students)
+    return folder
+
+
+def register(folder: Path, grader: pwd.struct_passwd, assignments: list[str], students: list[str]) -> None:
+    """Put the assignments and students in the grader's gradebook (as the grader account)."""
     # nbgrader records each assignment in the gradebook when it generates it.
     env = dict(
         os.environ,
@@ -402,7 +408,28 @@ def course_folder(
     if done.returncode != 0:
         fail(f"could not prepare the gradebook:\n{done.stdout}{done.stderr}")
     print(done.stdout, end="")
-    return folder
+
+
+def class_settings(port: int, private: Path) -> dict:
+    """How the hub serves a class: its address, limits per user, the idle culler, the token
+    that `python hub/members.py add` uses (HUB_* variables; docs/hub.md)."""
+    token_file = private / "members-token"
+    if not token_file.exists():
+        with open(os.open(token_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as out:
+            out.write(secrets.token_hex(32))
+    try:
+        cpu_limit = float(os.environ.get("HUB_CPU_LIMIT") or 1.0)
+        idle_timeout = int(os.environ.get("HUB_IDLE_TIMEOUT") or 3600)
+    except ValueError:
+        fail("HUB_CPU_LIMIT is a number of cores (1, 0.5) and HUB_IDLE_TIMEOUT a number of seconds")
+    return {
+        "bind": os.environ.get("HUB_BIND") or "127.0.0.1",
+        "public_url": (os.environ.get("HUB_PUBLIC_URL") or f"http://localhost:{port}").rstrip("/"),
+        "mem_limit": os.environ.get("HUB_MEM_LIMIT") or "2G",
+        "cpu_limit": cpu_limit,
+        "idle_timeout": idle_timeout,
+        "members_token": token_file.read_text().strip(),
+    }
 
 
 def inside(state: Path, port: int, roster: Path, db_url: str, assignments: list[str], lti: dict | None) -> None:
@@ -433,6 +460,8 @@ def inside(state: Path, port: int, roster: Path, db_url: str, assignments: list[
         "grader": grader.pw_name,
         "students": students,
         "instructors": [m.name for m in members if m.role == "instructor"],
+        "tas": [m.name for m in members if m.role == "ta"],
+        **class_settings(port, private),
         "gradebook": db_url or f"sqlite:///{course / 'gradebook.db'}",
         "lti": lti_tool(private, lti) if lti else None,
     }

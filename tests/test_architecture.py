@@ -31,7 +31,17 @@ LAYERS = {
         "trusted",
     },  # fork server, sandbox, launch
     "engine": {"collect", "restore", "execute", "judges", "course", "settings", "parallel"},  # run these notebooks
-    "adapters": {"pipeline", "feedback", "grade", "cluster", "export", "report", "lms", "backup"},  # nbgrader, LMS
+    "adapters": {
+        "pipeline",
+        "feedback",
+        "grade",
+        "cluster",
+        "export",
+        "canvas",
+        "report",
+        "lms",
+        "backup",
+    },  # nbgrader, LMS
     "cli": {"__main__"},
 }
 RANK = {module: rank for rank, names in enumerate(LAYERS.values()) for module in names}

@@ -56,8 +56,10 @@ A = "01_blocks"
 COURSE = "pytorch-building-blocks"
 SHOTS = ROOT / "screenshots" / "hub"
 GRADER, INSTRUCTOR, GOOD, BAD = "hubt-grader", "hubt-ines", "hubt-ana", "hubt-ben"
-PASSWORDS = {INSTRUCTOR: "ines-pw-4k2", GOOD: "ana-pw-9x1", BAD: "ben-pw-7q3"}
-ACCOUNTS = (GRADER, INSTRUCTOR, GOOD, BAD)
+LATE = "hubt-cleo"  # joins while the hub runs
+PASSWORDS = {INSTRUCTOR: "ines-pw-4k2", GOOD: "ana-pw-9x1", BAD: "ben-pw-7q3", LATE: "cleo-pw-3m8"}
+ACCOUNTS = (GRADER, INSTRUCTOR, GOOD, BAD, LATE)
+MEM_LIMIT = 1536 * 1024**2  # HUB_MEM_LIMIT=1536M
 
 browser_steps.skip_without_chromium()
 if os.geteuid() != 0:
@@ -92,7 +94,14 @@ def hub(tmp_path_factory, postgres_url):
         Path("/tmp") / f"hub-test-{os.getpid()}"
     )  # students must reach its exchange: not under pytest's 0700 folders
     port = free_port()
-    env = dict(os.environ, HUB_ROSTER=str(roster), HUB_STATE=str(state), HUB_DB_URL=postgres_url, HUB_ASSIGNMENTS=A)
+    env = dict(
+        os.environ,
+        HUB_ROSTER=str(roster),
+        HUB_STATE=str(state),
+        HUB_DB_URL=postgres_url,
+        HUB_ASSIGNMENTS=A,
+        HUB_MEM_LIMIT="1536M",
+    )
     log = open(folder / "hub.log", "w+")
     server = hub_processes.make_hub(port, env, log)
     processes: list[psutil.Process] = []
@@ -103,7 +112,16 @@ def hub(tmp_path_factory, postgres_url):
                 log.seek(0)
                 pytest.fail(f"make hub did not start:\n{log.read()[-5000:]}")
             time.sleep(0.5)
-        yield {"port": port, "state": state, "log": log, "db_url": postgres_url, "processes": processes}
+        yield {
+            "port": port,
+            "state": state,
+            "log": log,
+            "db_url": postgres_url,
+            "processes": processes,
+            "env": env,
+            "roster": roster,
+            "server": server,
+        }
     finally:
         left = hub_processes.stop_hub(server, processes)
         hub_processes.remove_accounts(ACCOUNTS)
@@ -372,7 +390,8 @@ def the_graders_failure_and_the_students_crash(teacher, formgrader, student, sta
     formgrader.locator("td.num-submissions a").first.click()
     outcome = autograde_outcome(formgrader, GOOD)
     assert outcome.startswith("success-modal"), outcome[-3000:]
-    assert sum(grading_checks.auto_scores(db_url, A, GOOD)) == grader_cases.before("test_make_stack")
+    lost = submissions.points(A)["test_make_stack"]  # a crash costs only the cell it broke
+    assert sum(grading_checks.auto_scores(db_url, A, GOOD)) == submissions.full_score(A) - lost
     formgrader.locator("a", has_text="Manage Assignments").first.click()
     formgrader_action(formgrader, A, "generate-feedback")
     shot(teacher, "11_instructor_graded_a_crash")
@@ -411,3 +430,57 @@ def test_a_class_on_the_hub(hub):
         cursor.execute("select count(*) from submitted_assignment")
         assert cursor.fetchone()[0] == 2, "the gradebook is the PostgreSQL one"
     print(f"class on the hub: {time.monotonic() - started:.0f} s after the hub was up")
+
+
+def test_a_student_joins_the_running_hub_and_every_server_is_held_to_its_limits(hub):
+    """`make hub-member` adds a student while the class works: no restart (the hub's processes
+    are the same ones), the student logs in and gets a server, and that server sits in a control
+    group with the class's memory limit; JupyterHub's idle culler runs beside the hub."""
+    import requests
+
+    port = hub["port"]
+    hub_process = psutil.Process(hub["server"].pid)  # make hub, with everything it started below it
+    culler = [p for p in hub_process.children(recursive=True) if "jupyterhub_idle_culler" in " ".join(p.cmdline())]
+    assert culler, "JupyterHub's idle culler is not running"
+    before = {p.pid for p in hub_process.children(recursive=True) if p.username() == "root"}
+    done = subprocess.run(
+        ["make", "--no-print-directory", "hub-member", f"NAME={LATE}", f"PASSWORD={PASSWORDS[LATE]}"],
+        cwd=ROOT,
+        env=hub["env"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert hub_process.is_running() and before <= {p.pid for p in hub_process.children(recursive=True)}
+    assert LATE in hub["roster"].read_text(), "the roster keeps the new student for the next start"
+    with Gradebook(hub["db_url"]) as gradebook:
+        assert LATE in {student.id for student in gradebook.students}
+
+    session = requests.Session()
+    base = f"http://localhost:{port}"
+    login = session.get(f"{base}/hub/login", timeout=30)
+    xsrf = re.search(r'name="_xsrf" value="([^"]+)"', login.text)
+    form = {"username": LATE, "password": PASSWORDS[LATE], **({"_xsrf": xsrf.group(1)} if xsrf else {})}
+    landed = session.post(f"{base}/hub/login?next=/hub/spawn", data=form, timeout=START_TIMEOUT)
+    assert "Invalid username or password" not in landed.text and landed.ok, landed.text[-2000:]
+    deadline = time.monotonic() + START_TIMEOUT
+    server = None
+    while server is None:
+        assert time.monotonic() < deadline, "the new student's server never started"
+        server = next(
+            (
+                p
+                for p in psutil.process_iter(["username", "cmdline"])
+                if p.info["username"] == LATE and "jupyterhub-singleuser" in " ".join(p.info["cmdline"] or [])
+            ),
+            None,
+        )
+        time.sleep(0.5)
+    lines = [line.strip().split(":", 2) for line in open(f"/proc/{server.pid}/cgroup")]
+    v1 = [path for _, controllers, path in lines if "memory" in controllers.split(",")]
+    if v1:  # cgroup v1 (this machine), else the unified v2 tree
+        group, limit = v1[0], "memory/{}/memory.limit_in_bytes"
+    else:
+        group, limit = next(path for number, _, path in lines if number == "0"), "{}/memory.max"
+    assert group.endswith(f"/course-hub-{port}/{LATE}"), group
+    assert int((Path("/sys/fs/cgroup") / limit.format(group.lstrip("/"))).read_text()) == MEM_LIMIT
