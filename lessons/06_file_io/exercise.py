@@ -64,6 +64,14 @@ _ = torch.manual_seed(0)  # the same random examples on every run
 # The models in the tests use dropout, and the training loop draws its data with
 # `torch` and scales it with Python's `random` module, so think about everything
 # that influences the next steps.
+#
+# On a machine with CUDA GPUs, dropout draws from each GPU's own random
+# generator too. One test simulates a machine with two GPUs: for a moment it
+# replaces `torch.cuda`'s generator functions (`is_available`, `device_count`,
+# `get_rng_state(_all)`, `set_rng_state(_all)`, ...) with stand-ins that keep a
+# state per GPU, so call them through `torch.cuda` (a name imported on its own,
+# `from torch.cuda import ...`, keeps the real function). After loading, every
+# GPU's generator must be exactly where it was at saving time.
 
 # %% answer grade_id="checkpoint"
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
@@ -235,6 +243,103 @@ _calls.clear()
 _check_resume(lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.5), epoch=5,
               map_location=_counting_location)
 assert _calls, "load_checkpoint should pass its map_location argument on to torch.load."
+### END HIDDEN TESTS
+
+# %% tests grade_id="test_checkpoint_gpu" points=1
+# A simulated machine with two CUDA GPUs: only their random generators are simulated (nothing is
+# computed on them), through torch.cuda's generator functions, put back afterwards.
+import contextlib
+
+
+@contextlib.contextmanager
+def _simulated_gpus(count=2):
+    """Pretend the machine has `count` CUDA GPUs, GPU 0 current; yields the list of their generator
+    states (16-byte uint8 tensors on the CPU, as torch.cuda.get_rng_state returns on a real GPU)."""
+    states = [torch.zeros(16, dtype=torch.uint8) for _ in range(count)]
+
+    def index(device="cuda"):
+        where = torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
+        number = 0 if where.index is None else where.index
+        if where.type != "cuda" or not 0 <= number < count:
+            raise RuntimeError(f"there is no GPU {where} on this (simulated) machine with {count} GPUs")
+        return number
+
+    def get_rng_state(device="cuda"):
+        return states[index(device)].clone()
+
+    def set_rng_state(new_state, device="cuda"):
+        if not (isinstance(new_state, torch.Tensor) and new_state.dtype == torch.uint8
+                and new_state.device.type == "cpu" and new_state.shape == (16,)):
+            raise RuntimeError("a GPU's generator state must be the uint8 tensor on the CPU that "
+                               "torch.cuda.get_rng_state gave (move a loaded one back with .cpu())")
+        states[index(device)] = new_state.clone()
+
+    def set_rng_state_all(new_states):
+        for number, new_state in enumerate(new_states):
+            set_rng_state(new_state, number)
+
+    def seeded(seed):
+        return torch.tensor(list(int(seed).to_bytes(8, "little", signed=True)) + [0] * 8, dtype=torch.uint8)
+
+    def manual_seed(seed):
+        states[0] = seeded(seed)
+
+    def manual_seed_all(seed):
+        states[:] = [seeded(seed) for _ in range(count)]
+
+    stand_ins = {
+        "is_available": lambda: True,
+        "device_count": lambda: count,
+        "current_device": lambda: 0,
+        "get_rng_state": get_rng_state,
+        "get_rng_state_all": lambda: [state.clone() for state in states],
+        "set_rng_state": set_rng_state,
+        "set_rng_state_all": set_rng_state_all,
+        "manual_seed": manual_seed,
+        "manual_seed_all": manual_seed_all,
+    }
+    saved = {(module, name): getattr(module, name) for module in (torch.cuda, torch.cuda.random)
+             for name in stand_ins if hasattr(module, name)}
+    for module, name in saved:
+        setattr(module, name, stand_ins[name])
+    try:
+        yield states
+    finally:
+        for (module, name), original in saved.items():
+            setattr(module, name, original)
+
+
+def _check_gpu_generators(epoch, path_type=str, with_scheduler=False):
+    """Save on the simulated two-GPU machine, scramble the GPUs' generators (the crash), load: compare."""
+    torch.manual_seed(40)
+    random.seed(40)
+    model = _make_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2) if with_scheduler else None
+    _train(model, optimizer, scheduler, 2)
+    options = {"scheduler": scheduler} if with_scheduler else {}
+    with tempfile.TemporaryDirectory() as folder, _simulated_gpus(2) as gpu_states:
+        path = path_type(os.path.join(folder, "checkpoint.pt"))
+        gpu_states[:] = [torch.randint(0, 256, (16,), dtype=torch.uint8) for _ in range(2)]
+        saved = [state.clone() for state in gpu_states]
+        _call(save_checkpoint, path, model, optimizer, epoch, **options)
+        gpu_states[:] = [torch.randint(0, 256, (16,), dtype=torch.uint8) for _ in range(2)]  # the crash
+        model = _make_model()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        if with_scheduler:
+            options["scheduler"] = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2)
+        got = _call(load_checkpoint, path, model, optimizer, **options)
+        restored = [state.clone() for state in gpu_states]
+    assert got == epoch, f"load_checkpoint should return the saved epoch {epoch}, got {got!r}."
+    assert all(torch.equal(a, b) for a, b in zip(restored, saved)), \
+        "After loading, the (simulated) GPUs' random generators are not where they were at saving time: dropout " \
+        "on a GPU draws from them, so save torch.cuda.get_rng_state_all() and restore it with " \
+        "torch.cuda.set_rng_state_all() (states moved back to the CPU)."
+
+
+_check_gpu_generators(epoch=4)
+### BEGIN HIDDEN TESTS
+_check_gpu_generators(epoch=11, path_type=Path)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -465,6 +570,15 @@ with tempfile.TemporaryDirectory() as _folder:
     assert torch.load(_subfolder / "last.pt")["epoch"] == 3, "atomic_save should work for a path in any folder."
     assert sorted(p.name for p in Path(_folder).rglob("*")) == ["last.pt", "run", "weights.pt"], \
         f"Only the two checkpoints should be left, found {sorted(p.name for p in Path(_folder).rglob('*'))}."
+    # Saving every epoch must not use up the process's file descriptors (counted on Linux).
+    _count = lambda: len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0
+    _before = _count()
+    for _ in range(20):
+        atomic_save({"w": torch.ones(2)}, _path)
+    _leaked = _count() - _before
+    assert _leaked < 10, \
+        f"After 20 saves the process holds {_leaked} more open files: close every file and folder that " \
+        "atomic_save opens (with a with-block or try/finally), or a long training run runs out of them."
 ### END HIDDEN TESTS
 
 # %% tests grade_id="test_atomic_save_crashes" points=2

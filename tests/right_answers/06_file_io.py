@@ -25,10 +25,11 @@ def atomic_save(obj, path):
         os.remove(f.name)
         raise
 
-# %% right id=checkpoint -- stores the scheduler only when there is one, RNG states under other names, map_location positional
+# %% right id=checkpoint -- stores the scheduler only when there is one, RNG states under other names, one GPU at a time, map_location positional
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
+    gpus = [torch.cuda.get_rng_state(i) for i in range(torch.cuda.device_count())]
     checkpoint = {"weights": model.state_dict(), "opt": optimizer.state_dict(), "epoch": epoch,
-                  "rng": {"torch": torch.random.get_rng_state(), "python": random.getstate()}}
+                  "rng": {"torch": torch.random.get_rng_state(), "python": random.getstate(), "gpus": gpus}}
     if scheduler is not None:
         checkpoint["sched"] = scheduler.state_dict()
     torch.save(checkpoint, path)
@@ -41,6 +42,8 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     if scheduler is not None and "sched" in checkpoint:
         scheduler.load_state_dict(checkpoint["sched"])
     torch.random.set_rng_state(checkpoint["rng"]["torch"].to("cpu"))
+    for i, gpu_state in enumerate(checkpoint["rng"]["gpus"]):
+        torch.cuda.set_rng_state(gpu_state.to("cpu"), i)
     random.setstate(checkpoint["rng"]["python"])
     return int(checkpoint["epoch"])
 
@@ -87,17 +90,18 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     schedule = scheduler.state_dict() if scheduler else {}
     torch.save((model.state_dict(), optimizer.state_dict(), schedule, torch.tensor(epoch),
-                torch.get_rng_state(), random.getstate()), path)
+                torch.get_rng_state(), torch.cuda.get_rng_state_all(), random.getstate()), path)
 
 
 def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
-    weights, optimizer_state, schedule, epoch, torch_rng, python_rng = torch.load(
+    weights, optimizer_state, schedule, epoch, torch_rng, gpu_rngs, python_rng = torch.load(
         path, map_location=map_location, weights_only=True)
     model.load_state_dict(weights)
     optimizer.load_state_dict(optimizer_state)
     if scheduler:
         scheduler.load_state_dict(schedule)
     torch.set_rng_state(torch_rng.to("cpu"))
+    torch.cuda.set_rng_state_all([state.cpu() for state in gpu_rngs])
     random.setstate(python_rng)
     return epoch.item()
 

@@ -1,7 +1,7 @@
 # Wrong answers students really write for exercise 6, one cell each.
 # Each must lose exactly its own item's points (see tools/cells.py).
 
-# %% wrong id=checkpoint fails=test_checkpoint,test_checkpoint_map_location,test_checkpoint_scheduler -- saves model, optimizer and epoch but not the RNG state
+# %% wrong id=checkpoint fails=test_checkpoint,test_checkpoint_gpu,test_checkpoint_map_location,test_checkpoint_scheduler -- saves model, optimizer and epoch but not the RNG state
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "scheduler": scheduler.state_dict() if scheduler else None}, path)
@@ -15,7 +15,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
         scheduler.load_state_dict(state["scheduler"])
     return state["epoch"]
 
-# %% wrong id=checkpoint fails=test_checkpoint,test_checkpoint_map_location,test_checkpoint_scheduler -- saves only the model, so momentum and Adam moments restart from zero
+# %% wrong id=checkpoint fails=test_checkpoint,test_checkpoint_gpu,test_checkpoint_map_location,test_checkpoint_scheduler -- saves only the model, so momentum and Adam moments restart from zero
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "epoch": epoch, "rng": torch.get_rng_state(),
                 "python_rng": random.getstate(), "scheduler": scheduler.state_dict() if scheduler else None}, path)
@@ -30,7 +30,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     random.setstate(state["python_rng"])
     return state["epoch"]
 
-# %% wrong id=checkpoint fails=test_checkpoint,test_checkpoint_map_location,test_checkpoint_scheduler -- stores the initial seed and re-seeds, instead of the RNG state itself
+# %% wrong id=checkpoint fails=test_checkpoint,test_checkpoint_gpu,test_checkpoint_map_location,test_checkpoint_scheduler -- stores the initial seed and re-seeds, instead of the RNG state itself
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "seed": torch.initial_seed(), "python_rng": random.getstate(),
@@ -47,7 +47,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     random.setstate(state["python_rng"])
     return state["epoch"]
 
-# %% wrong id=checkpoint fails=test_checkpoint,test_checkpoint_map_location,test_checkpoint_scheduler -- saves torch's RNG state but not the state of Python's random module
+# %% wrong id=checkpoint fails=test_checkpoint,test_checkpoint_gpu,test_checkpoint_map_location,test_checkpoint_scheduler -- saves torch's RNG state but not the state of Python's random module
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "rng": torch.get_rng_state(), "scheduler": scheduler.state_dict() if scheduler else None}, path)
@@ -62,7 +62,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     torch.set_rng_state(state["rng"].cpu())
     return state["epoch"]
 
-# %% wrong id=checkpoint fails=test_checkpoint,test_checkpoint_map_location,test_checkpoint_scheduler -- returns the next epoch instead of the saved one
+# %% wrong id=checkpoint fails=test_checkpoint,test_checkpoint_gpu,test_checkpoint_map_location,test_checkpoint_scheduler -- returns the next epoch instead of the saved one
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "rng": torch.get_rng_state(), "python_rng": random.getstate(),
@@ -83,6 +83,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "rng": torch.get_rng_state(), "python_rng": random.getstate(),
+                "cuda_rng": torch.cuda.get_rng_state_all(),
                 "scheduler": scheduler.state_dict() if scheduler else None}, path)
 
 
@@ -93,6 +94,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     if scheduler:
         scheduler.load_state_dict(state["scheduler"])
     torch.set_rng_state(state["rng"])
+    torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda_rng"]])
     random.setstate(state["python_rng"])
     return state["epoch"]
 
@@ -116,11 +118,12 @@ def load_checkpoint(path, model, optimizer, map_location="cpu"):
     random.setstate(state["python_rng"])
     return state["epoch"]
 
-# %% wrong id=checkpoint fails=test_checkpoint,test_checkpoint_map_location -- makes the scheduler a required argument, so the contract's four-argument call fails
+# %% wrong id=checkpoint fails=test_checkpoint,test_checkpoint_gpu,test_checkpoint_map_location -- makes the scheduler a required argument, so the contract's four-argument call fails
 def save_checkpoint(path, model, optimizer, epoch, scheduler):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "scheduler": scheduler.state_dict(), "rng": torch.get_rng_state(),
-                "python_rng": random.getstate()}, path)
+                "python_rng": random.getstate(),
+                "cuda_rng": torch.cuda.get_rng_state_all()}, path)
 
 
 def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
@@ -129,6 +132,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
     torch.set_rng_state(state["rng"].cpu())
+    torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda_rng"]])
     random.setstate(state["python_rng"])
     return state["epoch"]
 
@@ -136,6 +140,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "rng": torch.get_rng_state(), "python_rng": random.getstate(),
+                "cuda_rng": torch.cuda.get_rng_state_all(),
                 "scheduler": scheduler.state_dict() if scheduler else None}, path)
 
 
@@ -144,13 +149,15 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     torch.set_rng_state(state["rng"].cpu())
+    torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda_rng"]])
     random.setstate(state["python_rng"])
     return state["epoch"]
 
 # %% wrong id=checkpoint fails=test_checkpoint_scheduler -- stores the scheduler object itself, which torch.load's weights_only default refuses
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
-                "rng": torch.get_rng_state(), "python_rng": random.getstate(), "scheduler": scheduler}, path)
+                "rng": torch.get_rng_state(), "python_rng": random.getstate(),
+                "cuda_rng": torch.cuda.get_rng_state_all(), "scheduler": scheduler}, path)
 
 
 def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
@@ -160,13 +167,15 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     if scheduler:
         scheduler.load_state_dict(state["scheduler"].state_dict())
     torch.set_rng_state(state["rng"].cpu())
+    torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda_rng"]])
     random.setstate(state["python_rng"])
     return state["epoch"]
 
 # %% wrong id=checkpoint fails=test_checkpoint_scheduler -- fast-forwards a fresh scheduler by stepping it `epoch` times instead of loading its state
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
-                "rng": torch.get_rng_state(), "python_rng": random.getstate()}, path)
+                "rng": torch.get_rng_state(), "python_rng": random.getstate(),
+                "cuda_rng": torch.cuda.get_rng_state_all()}, path)
 
 
 def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
@@ -180,6 +189,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
             for _ in range(state["epoch"]):
                 scheduler.step()
     torch.set_rng_state(state["rng"].cpu())
+    torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda_rng"]])
     random.setstate(state["python_rng"])
     return state["epoch"]
 
@@ -401,3 +411,32 @@ def safe_load(path):
 # %% wrong id=safe_load -- relies on torch.load's default weights_only, which is True only since torch 2.6 and can be switched off
 def safe_load(path):
     return torch.load(path, map_location="cpu")
+
+# %% wrong id=checkpoint fails=test_checkpoint_gpu -- restores torch's CPU generator and Python's, but not the GPUs' generators
+def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
+                "rng": torch.get_rng_state(), "python_rng": random.getstate(),
+                "scheduler": scheduler.state_dict() if scheduler else None}, path)
+
+
+def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
+    state = torch.load(path, map_location=map_location)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    if scheduler:
+        scheduler.load_state_dict(state["scheduler"])
+    torch.set_rng_state(state["rng"].cpu())
+    random.setstate(state["python_rng"])
+    return state["epoch"]
+
+# %% wrong id=atomic_save -- fsyncs the folder after the rename, but never closes the folder it opened for that
+def atomic_save(obj, path):
+    tmp = f"{path}.tmp"
+    try:
+        torch.save(obj, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    os.fsync(os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY))
