@@ -127,6 +127,7 @@ class Cell:
 
 
 NO_CELL = Cell(0.0, None, False)
+MISSING = "no autograded notebook"
 
 
 def _cells(nb) -> dict[str, Cell]:
@@ -174,7 +175,7 @@ def _release_change(config, assignment: str, student: str, release: dict[str, di
     for notebook, now in release.items():
         path = folder / f"{notebook}.ipynb"
         if not path.exists():
-            return f"no autograded notebook ({path}) to tell what it was graded against"
+            return f"{MISSING} ({path}) to tell what it was graded against"
         then = _cells(nbformat.read(path, as_version=4))
         for cell in sorted(set(now) | set(then)):
             if cell not in then:
@@ -231,7 +232,9 @@ def assignment_column(config, gradebook, assignment: str, header: str) -> tuple[
         },
     )
     problems = ungraded + [
-        f"{assignment}: {student}: graded against an earlier release ({change}); grade it again"
+        f"{assignment}: {student}: "
+        + (change if change.startswith(MISSING) else f"graded against an earlier release ({change})")
+        + "; grade it again"
         for student, change in sorted(stale.items())
     ]
     if not include_written:
@@ -242,7 +245,7 @@ def assignment_column(config, gradebook, assignment: str, header: str) -> tuple[
     if stale:
         column.notes.append(
             f"column '{header}' ({assignment}) is left blank (Canvas keeps its grade) for {', '.join(sorted(stale))}: "
-            "graded against an earlier release"
+            "graded against an earlier release, or no autograded notebook"
         )
     return column, problems
 

@@ -246,3 +246,13 @@ def test_bad_input_gets_a_clear_message(graded, tmp_path, capsys):
     assert "needs a student_id column" in capsys.readouterr().err
     assert _export(graded["root"], "no_such_assignment")[0] == 2
     assert "no_such_assignment" in capsys.readouterr().err
+
+
+def test_a_grade_without_its_autograded_notebook_is_not_exported(graded, tmp_path, capsys):
+    root = _copy(graded, tmp_path)
+    _grade_written(root)
+    shutil.rmtree(root / "autograded" / BEN / A)  # what a failed regrade leaves: the old score, no notebook
+    code, rows = _export(root, A)
+    assert code == 1 and rows is None and f"{A}: {BEN}: no autograded notebook" in capsys.readouterr().err
+    code, rows = _export(root, A, "--allow-partial")
+    assert code == 0 and _by_canvas_id(rows)[BEN][5] == "" and float(_by_canvas_id(rows)[ANA][5]) > 0
