@@ -217,8 +217,9 @@ def _grade_canvas(args) -> int:
         canvas.stage(students, Path(staged))
         args.submissions, args.canvas_notes = Path(staged), {s.student_id: s.note() for s in students}
         status = _grade(args)
-    config = course.load_config(args.root)
-    canvas.record(args.db_url or course.db_url(config), students)
+    if status != 2:  # graded (status 1: some not graded): name them in the gradebook
+        config = course.load_config(args.root)
+        canvas.record(args.db_url or course.db_url(config), students)
     return status
 
 
