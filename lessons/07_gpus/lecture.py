@@ -32,8 +32,10 @@
 
 # %%
 import logging
+import os
 import shutil
 import subprocess
+import sys
 import time
 
 import matplotlib.pyplot as plt
@@ -624,12 +626,27 @@ error = ((C.float() - A @ B).abs().max() / (A @ B).abs().max()).item()
 print("bfloat16 product within 1% of float32:", error < 0.01)
 
 # %% [markdown]
-# `bfloat16` has the range of `float32` with fewer digits, so training in it
-# needs nothing else. `float16` has a far smaller range: small gradients round
-# to zero, so training with it scales the loss (`torch.amp.GradScaler`). GPUs
-# older than NVIDIA's Ampere, such as Colab's T4, have no `bfloat16` hardware;
-# `float16` it is there.
+# `bfloat16` has the range of `float32` with fewer digits, so under autocast,
+# with the weights kept in `float32`, it needs nothing else. `float16` has a
+# far smaller range: small gradients round to zero, so training with it scales
+# the loss (`torch.amp.GradScaler`). GPUs older than NVIDIA's Ampere, such as
+# Colab's T4, have no `bfloat16` hardware; `float16` it is there.
 #
+# Weights *stored* in `bfloat16` are another matter. With 8 significant bits,
+# the numbers next to 1 are 1 - 1/256 and 1 + 1/128, so an update smaller than
+# half that gap rounds away and the weight never moves. That is why autocast
+# keeps the weights in `float32` (the "master copy" that optimizers for
+# low-precision weights keep too):
+
+# %%
+w16, w32 = torch.ones(3, dtype=torch.bfloat16), torch.ones(3)
+print("bfloat16: 1 + 0.001 == 1:", torch.equal(w16 + 1e-3, w16))
+for _ in range(1000):
+    w16 += 1e-3
+    w32 += 1e-3
+print(f"after 1000 updates of +0.001: bfloat16 weight {w16[0].item():.3f}, float32 weight {w32[0].item():.3f}")
+
+# %% [markdown]
 # **TF32.** `torch.set_float32_matmul_precision("high")` lets `float32` matrix
 # products use faster internal formats (TF32 on NVIDIA GPUs since Ampere) with
 # about three decimal digits, while tensors stay `float32`. The default is
@@ -705,6 +722,101 @@ else:
     print(f"no CUDA device here ({device.type}): streams, TF32 and the sync detector are CUDA's; skipped.")
 
 # %% [markdown]
+# ## What comes next: choosing GPUs, finding errors, running out of memory
+#
+# **`CUDA_VISIBLE_DEVICES`** decides which GPUs a process may see, and
+# renumbers them: started with `CUDA_VISIBLE_DEVICES=2,3`, a process sees the
+# machine's GPUs 2 and 3 as `cuda:0` and `cuda:1`, and with an empty value none
+# at all. CUDA reads it once, when the process first uses it, so set it before
+# the process starts (in the shell, or in the environment of a child process
+# as here), never halfway through a notebook. This is how jobs that share a
+# machine keep off each other's GPUs.
+#
+# On a CUDA machine the cell below starts a Python process that may see only
+# this machine's last GPU, and compares the GPUs' UUIDs (unique per card): the
+# child calls it `cuda:0`. (Starting a process that imports torch takes a few
+# seconds, so the CPU-only run skips it.)
+
+# %% tags=["nbval-ignore-output"]
+def in_child_process(code, **env):
+    """Run Python `code` in a fresh process with extra environment variables; return what it printed."""
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env},
+                          capture_output=True, text=True, timeout=120)
+    return done.stdout.strip()
+
+
+if device.type == "cuda":
+    last = torch.cuda.device_count() - 1
+    child = in_child_process("import torch; print(torch.cuda.device_count(), torch.cuda.get_device_properties(0).uuid)",
+                             CUDA_VISIBLE_DEVICES=str(last))
+    count, uuid = child.split()
+    print(f"the child sees {count} GPU; its cuda:0 is our cuda:{last}:",
+          uuid == str(torch.cuda.get_device_properties(last).uuid))
+else:
+    print(f"no CUDA device here ({device.type}): nothing to renumber; skipped.")
+
+# %% [markdown]
+# **Errors arrive late.** On the CPU a bad index raises at once, at the line
+# that used it. On a GPU the same indexing only queues a kernel, which fails
+# later on the device ("device-side assert triggered"); the CPU hears of it
+# at the next call that waits for the GPU, so the traceback points at an
+# innocent line. Started with `CUDA_LAUNCH_BLOCKING=1`, every kernel launch
+# waits for the kernel to finish, so the error is raised where it happened
+# (slowly: only for debugging). After such an error the process's CUDA state
+# is broken, and every later CUDA call fails too; the demonstration therefore
+# runs in child processes.
+
+# %%
+try:
+    torch.zeros(3)[torch.tensor([5])]
+except IndexError as error:
+    print("on the CPU, at once: IndexError:", error)
+
+# %% tags=["nbval-ignore-output"]
+late_error = """
+import torch
+x, index = torch.zeros(3, device="cuda"), torch.tensor([5]).cuda()
+try:
+    x[index]
+    print("x[index] returned")
+    torch.cuda.synchronize()
+    print("synchronize returned")
+except RuntimeError as error:
+    print("RuntimeError:", str(error).splitlines()[0])
+"""
+if device.type == "cuda":
+    for blocking in ("0", "1"):
+        print(f"CUDA_LAUNCH_BLOCKING={blocking}:",
+              " | ".join(in_child_process(late_error, CUDA_LAUNCH_BLOCKING=blocking).splitlines()))
+else:
+    print(f"no CUDA device here ({device.type}): kernels run synchronously on the CPU; skipped.")
+
+# %% [markdown]
+# **Out of memory.** An allocation the GPU cannot serve raises
+# `torch.cuda.OutOfMemoryError`, a `RuntimeError` that a training loop can
+# catch (to retry with a smaller batch, say). `torch.cuda.memory_summary()`
+# then tells where the memory is: held by live tensors, or reserved by the
+# cache but split into pieces too small for the request. For the second case,
+# starting the process with `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`
+# (newer releases also read it as `PYTORCH_ALLOC_CONF`) lets the allocator
+# grow its blocks instead of leaving gaps. The usual cures for a model that does
+# not fit: a smaller batch with gradient accumulation, `bfloat16` autocast, and
+# activation checkpointing (`torch.utils.checkpoint`). The cell asks a CUDA GPU
+# for twice its memory.
+
+# %% tags=["nbval-ignore-output"]
+print("OutOfMemoryError is a RuntimeError:", issubclass(torch.cuda.OutOfMemoryError, RuntimeError))
+if device.type == "cuda":
+    too_much = 2 * torch.cuda.get_device_properties(device).total_memory
+    try:
+        torch.empty(too_much, dtype=torch.uint8, device=device)
+    except torch.cuda.OutOfMemoryError as error:
+        print("OutOfMemoryError:", str(error).split(".")[0])
+    print("\n".join(torch.cuda.memory_summary(device, abbreviated=True).splitlines()[:12]))
+else:
+    print(f"no CUDA device here ({device.type}): the allocator and its summary are CUDA's; skipped.")
+
+# %% [markdown]
 # ## Summary
 #
 # - A `torch.device` is a name: `cpu`, `cuda`, `cuda:i`, `mps`. Choose one with
@@ -735,6 +847,14 @@ else:
 #   computes only when the copy runs on a second stream.
 # - `torch.autocast` (bfloat16 on the CPU too), `set_float32_matmul_precision`,
 #   `torch.cuda.set_sync_debug_mode` and side streams are the next tools for
-#   speed.
+#   speed. Under autocast the weights stay `float32`: weights stored in
+#   `bfloat16` lose every update smaller than half the gap to the next
+#   `bfloat16` number (`1 + 0.001 == 1`).
+# - `CUDA_VISIBLE_DEVICES`, set before the process starts, chooses the GPUs a
+#   process sees and numbers them from 0. CUDA reports a kernel's error at a
+#   later call; `CUDA_LAUNCH_BLOCKING=1` makes it point at the right line. Out
+#   of memory raises `torch.cuda.OutOfMemoryError`; `memory_summary()` shows
+#   where the memory went, and `expandable_segments:True` in
+#   `PYTORCH_CUDA_ALLOC_CONF` fights fragmentation.
 #
 # Now practise in the exercise: `exercises/07_gpus/07_gpus.ipynb`.
