@@ -206,7 +206,7 @@ def _grade_canvas(args) -> int:
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    students = canvas.students(uploads, roster)
+    students = canvas.students(uploads, roster, args.assignment)
     for name in skipped:
         print(f"warning: {args.submissions}: skipped {name}", file=sys.stderr)
     unknown = [s.user_id for s in students if roster and not s.roster]

@@ -8,7 +8,7 @@ export CSV that names the class.
 where <name> is the student's sortable name run together in lower case (`limaana`), `_late`
 marks a hand-in after the due date, <user id> is the student's Canvas id (the gradebook
 export's `ID` column) and <attachment id> numbers the uploaded file (a later upload has a
-larger one). A student who uploads a file of the same name again gets `-1`, `-2`, ... before
+larger one; the files of one hand-in may share it). A student who uploads a file of the same name again gets `-1`, `-2`, ... before
 its extension. nbgrader's `zip_collect` reads the same names with a regular expression of the
 instructor's; here the pattern is fixed, and every file of one Canvas user is one student:
 their latest upload is graded, the others are named in the row's detail.
@@ -55,6 +55,12 @@ class Upload:
         match = RESUBMISSION.match(self.original)
         return int(match["n"]) if match else 0
 
+    @property
+    def base(self) -> str:
+        """The uploaded name without Canvas's -N and the extension: "01_blocks" for 01_blocks-2.ipynb."""
+        match = RESUBMISSION.match(self.original)
+        return match["base"] if match else Path(self.original).stem
+
 
 @dataclass
 class Student:
@@ -68,7 +74,7 @@ class Student:
     def note(self) -> str:
         parts = [f"Canvas user {self.user_id}: graded {self.graded.original}" + (" (late)" if self.graded.late else "")]
         if self.ignored:
-            parts.append("ignored earlier " + ", ".join(u.original for u in self.ignored))
+            parts.append("not graded: " + ", ".join(u.original for u in self.ignored))
         return "; ".join(parts)
 
 
@@ -148,8 +154,9 @@ def read_roster(path: Path) -> dict[str, dict[str, str]]:
         return roster
 
 
-def students(uploads: list[Upload], roster: dict[str, dict[str, str]]) -> list[Student]:
-    """One Student per Canvas user: the latest upload graded (a notebook before any other file)."""
+def students(uploads: list[Upload], roster: dict[str, dict[str, str]], assignment: str = "") -> list[Student]:
+    """One Student per Canvas user: the latest upload graded (a notebook before any other file; in one
+    hand-in of several files, the one named after the assignment, its latest -N re-upload)."""
     by_user: dict[str, list[Upload]] = {}
     for upload in uploads:
         by_user.setdefault(upload.user_id, []).append(upload)
@@ -157,7 +164,15 @@ def students(uploads: list[Upload], roster: dict[str, dict[str, str]]) -> list[S
     result = []
     for user_id, mine in sorted(by_user.items()):
         # Latest first: Canvas numbers each upload after the last, and a re-upload of the same name gets -N.
-        mine.sort(key=lambda u: (u.original.lower().endswith(".ipynb"), u.attachment_id, u.resubmission), reverse=True)
+        mine.sort(
+            key=lambda u: (
+                u.original.lower().endswith(".ipynb"),
+                u.attachment_id,
+                u.base == assignment,
+                u.resubmission,
+            ),
+            reverse=True,
+        )
         entry = roster.get(user_id, {})
         login = entry.get("SIS Login ID", "")
         student_id = collect.safe_id(login or user_id, taken)

@@ -113,7 +113,7 @@ def test_a_canvas_download_grades_one_row_per_canvas_user_and_the_latest_upload(
         "one student per Canvas user id: the roster's login, else the user id"
     )
     assert float(rows["alima"]["score"]) == AUTO, "ana's latest upload (01_blocks-1.ipynb) has every answer"
-    assert "ignored earlier" in rows["alima"]["detail"] and f"{A}.ipynb" in rows["alima"]["detail"]
+    assert f"graded {A}-1.ipynb; not graded: {A}.ipynb" in rows["alima"]["detail"]
     lost = sum(POINTS[t] for t in WRONG.fails)
     assert float(rows[BEN]["score"]) == AUTO - lost and "(late)" in rows[BEN]["detail"]
     with Gradebook(course.load_config(graded["root"]).CourseDirectory.db_url) as gb:
@@ -137,6 +137,23 @@ def test_the_extracted_folder_reads_as_the_zip_does(graded, tmp_path):
     assert students[BEN].graded.late and students[BEN].student_id == BEN, "no SIS login: the Canvas user id"
     (tmp_path / "notes.txt").write_text("x")
     assert not canvas.is_download(tmp_path), "a folder with a file Canvas would not name is a plain downloads folder"
+
+
+def test_in_one_hand_in_of_several_files_the_assignments_latest_re_upload_is_graded(tmp_path, capsys):
+    from grader.__main__ import main
+
+    for name in (f"x_7_90_{A}.ipynb", f"x_7_90_{A}-2.ipynb", f"x_7_90_{A}-1.ipynb", "x_7_90_scratch.ipynb"):
+        (tmp_path / name).write_text("{}")
+    (tmp_path / "x_7_90_notes.pdf").write_text("")
+    (mine,) = canvas.students(canvas.read_download(tmp_path)[0], {}, A)
+    assert mine.graded.original == f"{A}-2.ipynb" and len(mine.ignored) == 4
+    bad = tmp_path / "bad.zip"
+    bad.write_bytes(b"PK\x05\x06" + b"\0" * 18)  # an empty zip: no files
+    assert canvas.read_download(bad) == ([], [])
+    roster = tmp_path / "roster.csv"
+    roster.write_text("Name,Login\nAna,ana\n")
+    assert main(["grade", A, "--submissions", str(tmp_path), "--canvas-roster", str(roster)]) == 2
+    assert "not Canvas's gradebook export (no Student, ID column" in capsys.readouterr().err
 
 
 def test_export_refuses_while_a_written_answer_has_no_grade(graded, tmp_path, capsys):
