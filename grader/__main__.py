@@ -72,7 +72,12 @@ def main(argv: list[str] | None = None) -> int:
     export = sub.add_parser("export", help="grades for an LMS (Canvas' gradebook import CSV)")
     export.add_argument("assignments", nargs="*", help="assignments to export (default: those with graded submissions)")
     export.add_argument(
-        "--assignment", action="append", default=[], dest="named", help="an assignment to export (repeatable)"
+        "--assignment",
+        action="append",
+        default=[],
+        dest="named",
+        metavar="ASSIGNMENT",
+        help="an assignment to export (repeatable)",
     )
     export.add_argument(
         "--column",
@@ -83,7 +88,11 @@ def main(argv: list[str] | None = None) -> int:
         "'01_blocks=Lesson 1 (12345)' (repeatable)",
     )
     export.add_argument(
-        "--columns", type=Path, default=None, help="a JSON object or CSV file: assignment -> Canvas column header"
+        "--columns",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="a JSON object or CSV file: assignment -> Canvas column header",
     )
     export.add_argument(
         "--allow-partial",
