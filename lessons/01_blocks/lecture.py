@@ -377,6 +377,53 @@ print(f"moving the loop into C++ saved {1 - cpp_times[-1] / python_times[-1]:.0%
       f" batching saved {1 - batch_times[-1] / python_times[-1]:.1%}")
 
 # %% [markdown]
+# ## What comes next: training and evaluation modes, walking the whole tree
+#
+# Some layers behave differently while training: `nn.Dropout` zeroes random
+# entries, BatchNorm updates its running statistics. Every module has a
+# `training` flag for that, and `net.train()` / `net.eval()` set it on the net
+# *and on every module registered below it*, at any depth. A block of your own
+# can read `self.training` in its `forward`, and the flag reaches it there. A
+# module kept in a plain Python list is not registered, so the switch never
+# reaches it.
+
+# %%
+class NoisyBlock(nn.Module):
+    """Adds noise while training, nothing in evaluation."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+        self.hidden_away = [nn.Dropout(0.5)]  # a plain list: not registered
+
+    def forward(self, X):
+        X = self.body(X)
+        return X + torch.randn_like(X) if self.training else X
+
+
+noisy = nn.Sequential(nn.Linear(4, 4), NoisyBlock())
+noisy.eval()
+print("after eval(), training flags of every registered module:", [m.training for m in noisy.modules()])
+print("the dropout in the plain list:", noisy[1].hidden_away[0].training)
+X4 = torch.rand(2, 4)
+print("eval: two calls agree: ", torch.equal(noisy(X4), noisy(X4)))
+noisy.train()
+print("train: two calls agree:", torch.equal(noisy(X4), noisy(X4)))
+
+# %% [markdown]
+# `modules()` walks that whole tree: the net itself first, then every
+# registered module at any depth, each once. `named_modules()` adds the
+# qualified names (`""` for the net itself, `"1.body.1"` for a module three
+# levels down), the same names `state_dict` keys start with. `children()`
+# stops at the first level. To find every `nn.Linear` in a model, walk
+# `modules()`.
+
+# %%
+print("children:", [name for name, _ in noisy.named_children()])
+print("modules: ", [name for name, _ in noisy.named_modules()])
+print("Linear layers at any depth:", sum(isinstance(m, nn.Linear) for m in noisy.modules()))
+
+# %% [markdown]
 # ## Summary
 #
 # - Every layer, group of layers and model is an `nn.Module`; call it as
@@ -387,6 +434,9 @@ print(f"moving the loop into C++ saved {1 - cpp_times[-1] / python_times[-1]:.0%
 #   `children()`, which yields a module passed twice only once.
 # - `forward` is Python: reuse a layer to share weights, loop, branch.
 # - Constants that belong to the model are buffers (`register_buffer`).
+# - `train()` and `eval()` set the `training` flag on every registered module
+#   at any depth; `modules()` and `named_modules()` walk the whole tree,
+#   `children()` only its first level.
 # - Batch small operations: every call pays Python, the dispatcher and an
 #   allocation (plus a kernel launch on a GPU); a loop moved into C++ drops
 #   the Python loop but still dispatches and allocates once per tensor.
