@@ -31,19 +31,20 @@ def try_gpu(i=0):
         return torch.device(f"cuda:{i}")
     return torch.device("cpu")
 
-# %% wrong id=try_gpu -- the lecture's pick_device renamed: asks torch.accelerator, not CUDA and MPS
-def try_gpu(i=0):
-    accelerator = torch.accelerator.current_accelerator(check_available=True)
-    if accelerator is not None and torch.accelerator.device_count() > i:
-        return torch.device(accelerator.type, i)
-    return torch.device("cpu")
+# %% wrong id=try_gpu -- returns an object that compares equal to every device instead of choosing one
+class AnyDevice:
+    def __init__(self, index):
+        self.index = index
 
-# %% wrong id=try_all_gpus -- the lecture's all_devices renamed: asks torch.accelerator, not CUDA and MPS
-def try_all_gpus():
-    accelerator = torch.accelerator.current_accelerator(check_available=True)
-    if accelerator is None:
-        return [torch.device("cpu")]
-    return [torch.device(accelerator.type, i) for i in range(torch.accelerator.device_count())]
+    def __eq__(self, other):
+        return True
+
+    def __repr__(self):
+        return f"AnyDevice({self.index})"
+
+
+def try_gpu(i=0):
+    return AnyDevice(i)
 
 # %% wrong id=try_all_gpus -- returns an empty list when there is no CUDA GPU
 def try_all_gpus():
@@ -65,6 +66,61 @@ def try_all_gpus():
     if torch.backends.mps.is_available():
         return [torch.device("mps")]
     return [torch.device("cpu")]
+
+# %% wrong id=try_all_gpus -- a list of objects that compare equal to every device
+class AnyDevice:
+    def __eq__(self, other):
+        return True
+
+
+def try_all_gpus():
+    return [AnyDevice() for _ in range(max(torch.cuda.device_count(), 1))]
+
+# %% wrong id=to_device -- rebuilds every dict as a dict and every tuple as a tuple: a namedtuple loses its fields, an OrderedDict its type
+def to_device(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        return {key: to_device(value, device) for key, value in obj.items()}
+    if isinstance(obj, list):
+        return [to_device(item, device) for item in obj]
+    if isinstance(obj, tuple):
+        return tuple(to_device(item, device) for item in obj)
+    return obj
+
+# %% wrong id=to_device -- type(obj)(generator) for every tuple: a namedtuple's constructor wants its fields one by one
+def to_device(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        return type(obj)((k, to_device(v, device)) for k, v in obj.items())
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_device(v, device) for v in obj)
+    return obj
+
+# %% wrong id=to_device -- hands back stand-ins whose device compares equal to every device instead of moving the tensors
+class Everywhere:
+    type = property(lambda self: self)
+
+    def __eq__(self, other):
+        return True
+
+
+class Moved:
+    def __init__(self, tensor):
+        self.tensor, self.shape, self.dtype, self.device = tensor, tensor.shape, tensor.dtype, Everywhere()
+
+
+def to_device(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return Moved(obj)
+    if isinstance(obj, dict):
+        return type(obj)((k, to_device(v, device)) for k, v in obj.items())
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*(to_device(v, device) for v in obj))
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_device(v, device) for v in obj)
+    return obj
 
 # %% wrong id=to_device -- turns tuples into lists
 def to_device(obj, device):
@@ -209,6 +265,58 @@ def timed(fn, device, repeats=10):
     if accelerated:
         torch.accelerator.synchronize(device)
     return elapsed / repeats
+
+# %% wrong id=timed -- torch.accelerator.synchronize() without an argument: waits for the current device, not the one named
+def timed(fn, device, repeats=10):
+    on_cpu = str(device).startswith("cpu")
+    if not on_cpu:
+        torch.accelerator.synchronize()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    if not on_cpu:
+        torch.accelerator.synchronize()
+    return (time.perf_counter() - start) / repeats
+
+# %% wrong id=timed -- the vendors' synchronize without an argument: torch.cuda.synchronize() waits for the current GPU
+def timed(fn, device, repeats=10):
+    sync = {"cuda": torch.cuda.synchronize, "mps": torch.mps.synchronize}.get(device.type)
+    if sync:
+        sync()
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    if sync:
+        sync()
+    return (time.perf_counter() - t0) / repeats
+
+# %% wrong id=timed -- starts the clock before the warm-up call, so the warm-up is counted as one of the repeats
+def timed(fn, device, repeats=10):
+    accelerated = device.type != "cpu"
+    if accelerated:
+        torch.accelerator.synchronize(device)
+    start = time.perf_counter()
+    fn()  # warm-up
+    for _ in range(repeats):
+        fn()
+    if accelerated:
+        torch.accelerator.synchronize(device)
+    return (time.perf_counter() - start) / repeats
+
+# %% wrong id=timed -- a warm-up inside the window, divided by the number of calls it made (repeats + 1)
+def timed(fn, device, repeats=10):
+    def sync():
+        if device.type != "cpu":
+            torch.accelerator.synchronize(device)
+    sync()
+    start = time.perf_counter()
+    fn()
+    sync()
+    warm = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    sync()
+    return (time.perf_counter() - warm) / (repeats + 1)
 
 # %% wrong id=log_norms -- never seeds, so two calls differ
 def log_norms(n, size, device, on_device=True):
@@ -380,6 +488,17 @@ def log_norms(n, size, device, on_device=True):
     for _ in range(n):
         A = torch.randn(size, size).to(device)
         B = torch.randn_like(A)
+        norm = torch.linalg.matrix_norm(A @ B)
+        norms.append(norm if on_device else norm.item())
+    return torch.stack(norms).cpu().tolist() if on_device else norms
+
+# %% wrong id=log_norms -- a seeded generator on the device: the same values on every call, but not the CPU's
+def log_norms(n, size, device, on_device=True):
+    generator = torch.Generator(device=device).manual_seed(0)
+    norms = []
+    for _ in range(n):
+        A = torch.randn(size, size, generator=generator, device=device)
+        B = torch.randn(size, size, generator=generator, device=device)
         norm = torch.linalg.matrix_norm(A @ B)
         norms.append(norm if on_device else norm.item())
     return torch.stack(norms).cpu().tolist() if on_device else norms
