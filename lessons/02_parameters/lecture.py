@@ -503,6 +503,69 @@ except ValueError as error:
     print("ValueError:", error)
 
 # %% [markdown]
+# ## What comes next: tied embeddings, frozen BatchNorm, accumulation with a mean loss
+#
+# **One parameter in two modules.** Tying does not need the same module twice:
+# assigning one `nn.Parameter` to two modules registers it in both. Language
+# models tie their output layer to their input embedding this way
+# (`head.weight = embedding.weight`): an `nn.Embedding(vocab, d)` weight and an
+# `nn.Linear(d, vocab)` weight have the same shape `(vocab, d)`.
+
+# %%
+torch.manual_seed(6)
+vocab, d = 100, 16
+embedding, head = nn.Embedding(vocab, d), nn.Linear(d, vocab, bias=False)
+head.weight = embedding.weight                       # one tensor, registered in both
+language_model = nn.Sequential(embedding, nn.Linear(d, d), nn.Tanh(), head)
+print("the same object:", language_model[3].weight is language_model[0].weight)
+print("counted once:", count(language_model), "=", vocab * d, "+", d * d + d)
+tokens = torch.tensor([[1, 5, 7]])
+language_model(tokens).sum().backward()
+rows = int((embedding.weight.grad != 0).any(dim=1).sum())
+print(f"rows with a gradient: {rows} of {vocab} (the embedding's use alone reaches only the 3 tokens' rows;"
+      " the head's use reaches them all)")
+
+# %% [markdown]
+# **Frozen is not constant.** `requires_grad_(False)` stops gradients, nothing
+# else. A BatchNorm layer in training mode still updates its running mean and
+# variance, which are buffers, at every forward pass, so a "frozen" backbone
+# keeps drifting. To really freeze a BatchNorm, also put it in `eval()` mode,
+# and again after every `model.train()`, which switches it back.
+
+# %%
+torch.manual_seed(7)
+norm = nn.BatchNorm1d(4).requires_grad_(False)
+before = norm.running_mean.clone()
+norm(torch.randn(8, 4) + 3)
+print("requires_grad_(False), train mode: running mean moved:", not torch.equal(norm.running_mean, before))
+norm.eval()
+before = norm.running_mean.clone()
+norm(torch.randn(8, 4) + 3)
+print("eval mode: running mean moved:", not torch.equal(norm.running_mean, before))
+
+# %% [markdown]
+# **Accumulation with a mean loss.** The accumulation above used a sum loss.
+# With the usual mean loss, each micro-batch's gradient is already an
+# average, so adding `k` of them gives `k` times the big batch's gradient:
+# divide each micro-batch's loss by `k` (for micro-batches of equal size).
+
+# %%
+torch.manual_seed(8)
+layer, x, y = nn.Linear(3, 1), torch.rand(8, 3), torch.rand(8, 1)
+mse = nn.functional.mse_loss
+layer.zero_grad()
+mse(layer(x), y).backward()
+big_batch = layer.weight.grad.clone()
+for divide in (False, True):
+    layer.zero_grad()
+    k = 4
+    for xs, ys in zip(x.chunk(k), y.chunk(k)):
+        loss = mse(layer(xs), ys)
+        (loss / k if divide else loss).backward()
+    print(f"losses divided by k: {divide!s:5}  equals the big batch's gradient:",
+          torch.allclose(layer.weight.grad, big_batch), f"(ratio {(layer.weight.grad / big_batch).mean().item():.1f})")
+
+# %% [markdown]
 # ## Summary
 #
 # - `state_dict()` maps qualified names to tensors; `named_parameters()` gives the
@@ -526,5 +589,11 @@ except ValueError as error:
 # - `state_dict()` shares memory with the model: clone it for a snapshot.
 # - Parameter groups give parts of a model their own learning rate or weight
 #   decay (none for biases and normalization weights).
+# - One `nn.Parameter` assigned to two modules is tied like a shared module
+#   (`head.weight = embedding.weight`).
+# - `requires_grad_(False)` leaves BatchNorm's running statistics updating in
+#   training mode: freeze it with `eval()` too.
+# - Accumulating the gradients of `k` micro-batches with a mean loss needs each
+#   loss divided by `k`.
 #
 # Now try it yourself: `exercises/02_parameters/02_parameters.ipynb`.
