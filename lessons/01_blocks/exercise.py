@@ -119,6 +119,31 @@ assert "Linear" in repr(MySequential(nn.Linear(2, 2))), \
 _single = nn.Linear(2, 2)
 assert MySequential(_single)[0] is _single and len(MySequential(_single)) == 1, \
     "A single module passed positionally should be the only child."
+torch.manual_seed(7)
+_a, _b = nn.Linear(3, 4), nn.Linear(4, 2)
+_Y = torch.randn(5, 3)
+MySequential(_a, nn.Tanh(), _b)(_Y).sum().backward()
+_grads = [None if p.grad is None else p.grad.clone() for p in (_a.weight, _b.weight)]
+_a.zero_grad()
+_b.zero_grad()
+nn.Sequential(_a, nn.Tanh(), _b)(_Y).sum().backward()  # the same modules in torch's own container
+assert all(g is not None and torch.allclose(g, p.grad) for g, p in zip(_grads, (_a.weight, _b.weight))), \
+    "backward should reach every child with the gradients nn.Sequential gives: is forward run under torch.no_grad(), or an output detached?"
+# The meta device stands in for a GPU: the output stays on the input's device, net[i] is the module itself.
+_m1, _m2 = nn.Linear(3, 4, device="meta"), nn.Linear(4, 2, device="meta")
+_meta = MySequential(_m1, nn.ReLU(), _m2)
+try:
+    _got, _raised = _meta(torch.empty(5, 3, device="meta")), ""
+except (RuntimeError, NotImplementedError) as _e:
+    _got, _raised = None, f" (it raised: {_e})"
+assert _got is not None and _got.device.type == "meta" and _got.shape == (5, 2), \
+    f"With every module and the input on another device, the output should stay there{_raised}: does forward move a result to the CPU?"
+try:
+    _first, _error = _meta[0], ""
+except (RuntimeError, NotImplementedError) as _e:
+    _first, _error = None, f" (it raised: {_e})"
+assert _first is _m1 and _m1.weight.device.type == "meta", \
+    f"net[0] should return the module itself, left on its device{_error}: is it moved (.cpu()) or copied?"
 ### END HIDDEN TESTS
 
 # %% tests grade_id="test_MySequential_ordereddict" points=1
@@ -230,6 +255,15 @@ _n1, _n2 = nn.Linear(3, 2), nn.Linear(3, 2)
 ParallelBlock(_n1, _n2)(torch.randn(4, 3)).sum().backward()
 assert all(_p.grad is not None and _p.grad.abs().sum() > 0 for _p in (_n1.weight, _n2.weight)), \
     "Gradients should reach both branches: do not detach a branch's output or compute it under torch.no_grad()."
+_n1, _n2 = nn.Linear(3, 2, device="meta"), nn.Linear(3, 4, device="meta")  # meta stands in for a GPU
+try:
+    _got, _raised = ParallelBlock(_n1, _n2)(torch.empty(6, 3, device="meta")), ""
+except (RuntimeError, NotImplementedError) as _e:
+    _got, _raised = None, f" (it raised: {_e})"
+assert _got is not None and _got.device.type == "meta" and _got.shape == (6, 6), \
+    f"With both branches and the input on another device, the output should stay there{_raised}: is a branch or the result moved to the CPU?"
+assert _n1.weight.device.type == "meta" and _n2.weight.device.type == "meta", \
+    "The block should keep the branches it was given where they are: is a branch moved (.cpu()) in __init__?"
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -269,6 +303,16 @@ with torch.no_grad():
     _big[0].weight.zero_()
 assert all(_big[i].weight.abs().sum() > 0 for i in range(1, 6)), \
     "Changing one layer changed the others: the layers share their weights."
+_made = []
+def _meta_factory():  # the meta device stands in for a GPU
+    _made.append(nn.Linear(2, 2, device="meta"))
+    return _made[-1]
+try:
+    _stack, _error = make_stack(_meta_factory, 3), ""
+except (RuntimeError, NotImplementedError) as _e:
+    _stack, _error = None, f" (it raised: {_e})"
+assert _stack is not None and all(m is e for m, e in zip(_stack, _made)) and all(m.weight.device.type == "meta" for m in _made), \
+    f"The stack should hold the modules factory() returned, as they are{_error}: are they moved (.cpu(), .to()) or copied?"
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -380,6 +424,17 @@ assert torch.equal(_net(_X), _y), "Two calls on the same input should agree: is 
 _check(_net, _X, "for in_features=7")
 _big = FixedHiddenMLP(30)
 _check(_big, torch.rand(4, 30) * 100, "on a large input")
+# W = 0 and the identity layer: relu(0 + 1) = [1, 1], absolute sum 2, halved once to [0.5, 0.5],
+# whose absolute sum is exactly 1, not greater: the loop stops and the output is 1.0.
+_edge = FixedHiddenMLP(2)
+_weight, _linear = _parts(_edge)
+with torch.no_grad():
+    _weight.zero_()
+    _linear.weight.copy_(torch.eye(2))
+    _linear.bias.zero_()
+_out = _edge(torch.tensor([[5.0, -3.0]])).item()
+assert _out == 1.0, \
+    f"When the absolute sum is exactly 1 the loop should stop (halve only while it is greater than 1), got {_out} instead of 1.0."
 ### END HIDDEN TESTS
 
 # %% tests grade_id="test_FixedHiddenMLP_buffer" points=1
@@ -417,6 +472,13 @@ _X = torch.rand(3, 7) * 10
 # (a forward that draws its constant anew is test_FixedHiddenMLP's to fail, not this clause's)
 assert not torch.equal(_other(_X), _other(_X)) or torch.allclose(_net(_X.double()).float(), _other(_X), rtol=1e-4, atol=1e-6), \
     "After load_state_dict, forward should use the loaded constant: does forward read a tensor other than the registered buffer (a plain attribute that .to() left behind)?"
+with torch.device("meta"):  # a default device, as `with torch.device("cuda")` sets one
+    try:
+        _meta, _error = FixedHiddenMLP(7), ""
+    except (RuntimeError, NotImplementedError) as _e:
+        _meta, _error = None, f" (it raised: {_e})"
+assert _meta is not None and all(t.device.type == "meta" for t in [*_meta.buffers(), *_meta.parameters()]), \
+    f"Built under `with torch.device('meta')`, the constant and the layer should be made on that device{_error}: does __init__ move something to the CPU?"
 _W = list(FixedHiddenMLP(50).buffers())[0]
 assert bool((_W >= 0).all() and (_W < 1).all()), \
     "The constant weight should be drawn with torch.rand, uniform on [0, 1); some values fall outside (torch.randn?)."

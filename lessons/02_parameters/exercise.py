@@ -196,6 +196,13 @@ for _block in _net[0]:
     _h = torch.relu(_block[2](torch.relu(_block[0](_h))))
 assert torch.allclose(_net(_X), _net[1](_h)), \
     "The output should run the four blocks in order, then the output layer."
+with torch.device("meta"):  # a default device, as `with torch.device("cuda")` sets one
+    try:
+        _net, _error = make_rgnet(), ""
+    except (RuntimeError, NotImplementedError) as _e:
+        _net, _error = None, f" (it raised: {_e})"
+assert _net is not None and all(p.device.type == "meta" for p in _net.parameters()), \
+    f"Under `with torch.device('meta')` every layer should be made on that device{_error}: is the net moved to the CPU (.cpu()) or given a device of its own?"
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -241,6 +248,13 @@ assert _net[2].weight.grad is not None and _net[0].weight.grad is not None, "Gra
 assert make_tied_mlp()[2] is not make_tied_mlp()[2], \
     "Each call should create its own shared layer, not reuse one kept outside the function."
 assert make_tied_mlp(16)(torch.rand(1, 4)).shape == (1, 1), "make_tied_mlp(16) should also run."
+with torch.device("meta"):  # a default device, as `with torch.device("cuda")` sets one
+    try:
+        _net, _error = make_tied_mlp(4), ""
+    except (RuntimeError, NotImplementedError) as _e:
+        _net, _error = None, f" (it raised: {_e})"
+assert _net is not None and _net[2] is _net[4] and all(p.device.type == "meta" for p in _net.parameters()), \
+    f"Under `with torch.device('meta')` every layer should be made on that device, the shared one too{_error}: is a layer moved to the CPU (.cpu()) or given a device of its own?"
 ### END HIDDEN TESTS
 
 # %% [markdown]
