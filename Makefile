@@ -9,7 +9,7 @@ PORT ?= 8888
 HUB_PORT ?= 8000
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup system-packages lab hub hub-member test test-fast lint exercises notebooks check-env grade feedback report bench release backup restore clean clean-grading
+.PHONY: setup system-packages lab hub hub-member hub-rerelease test test-fast lint exercises notebooks check-env grade feedback report bench release backup restore clean clean-grading
 
 setup: $(STAMP)
 
@@ -40,6 +40,11 @@ hub: setup hub/node_modules/.package-lock.json
 hub-member: setup
 	@test -n "$(NAME)" || { echo "usage: make hub-member NAME=NAME [ROLE=student|ta|instructor] [PASSWORD=...]"; exit 2; }
 	$(PY) hub/members.py add "$(NAME)" --role "$(or $(ROLE),student)" $(if $(PASSWORD),--password "$(PASSWORD)",)
+
+# A fix mid-term reaches the running hub: sudo make hub-rerelease A=01_blocks (docs/instructors.md)
+hub-rerelease: setup
+	@test -n "$(A)" || { echo "usage: make hub-rerelease A=ASSIGNMENT"; exit 2; }
+	$(PY) hub/rerelease.py "$(A)"
 
 # JupyterHub's proxy, exactly as pinned in hub/package-lock.json. Under a lock, and only if no
 # other `make hub` installed it meanwhile: the tests start hubs side by side, and two `npm ci`

@@ -7,7 +7,8 @@ What a class cannot lose, and where it lives:
 
     the course folder (--root, default: here)    gradebook.db (nbgrader's SQLite gradebook), submitted/,
                                                  autograded/, feedback/ (nbgrader's folders), grades/
-                                                 (the CSV files), .exchange/ (release and hand-ins)
+                                                 (the CSV files), .exchange/ (release and hand-ins),
+                                                 .grader-state/ (releases graded against: history.py)
     the hub's state (--hub-state, default .hub   hub/ (JupyterHub's database and cookie secret,
     when it exists)                              passwords.csv, lti/: the tool's key, tool.json and the
                                                  LTI launch store), course/ (the grader's course: its
@@ -34,7 +35,7 @@ import tarfile
 import time
 from pathlib import Path
 
-COURSE_PARTS = ("gradebook.db", "submitted", "autograded", "feedback", "grades", ".exchange")
+COURSE_PARTS = ("gradebook.db", "submitted", "autograded", "feedback", "grades", ".exchange", ".grader-state")
 HUB_PARTS = ("hub", "course", "exchange")
 MANIFEST = "backup.json"
 

@@ -18,6 +18,7 @@ import os
 import sys
 from pathlib import Path
 
+import nbformat
 import nbgrader
 import sqlalchemy
 from alembic.config import Config as AlembicConfig
@@ -27,6 +28,8 @@ from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
+
+from . import history
 
 CONFIG_FILE = "nbgrader_config.py"
 
@@ -116,6 +119,12 @@ def api(config: Config):
 
 
 def generate(course_api, assignment: str) -> None:
+    """Release `assignment` again; the release it replaces is remembered first (history.py), so
+    students who fetched it are graded as holding it, not as having edited it."""
+    coursedir = course_api.coursedir
+    folder = Path(coursedir.format_path(coursedir.release_directory, ".", assignment))
+    for notebook in folder.glob("*.ipynb") if folder.is_dir() else []:
+        history.remember_release(Path(coursedir.root), assignment, notebook.stem, nbformat.read(notebook, as_version=4))
     result = course_api.generate_assignment(assignment, force=True, create=True)
     if not result["success"]:
         raise RuntimeError(

@@ -57,7 +57,7 @@ from nbgrader.preprocessors import (
 from nbgrader.validator import Validator
 from traitlets import default
 
-from . import collect, feedback, restore
+from . import collect, feedback, history, restore
 from .execute import GuardedExecute
 
 NOTES_CELL_ID = "grader-notes"
@@ -76,11 +76,25 @@ def add_problems(nb, problems) -> None:
     known.extend(p for p in problems if p not in known)
 
 
+# Where `python -m grader grade` generates the student version of a course that has not released
+# the assignment (course.register): plain nbgrader grades such a course from its source alone.
+REGISTERED_RELEASE = os.path.join(".grader", "release")
+
+
 def released_notebook(config, assignment: str, notebook: str) -> nbformat.NotebookNode:
-    """The student version of `notebook` as the course released it."""
+    """The student version of `notebook` as the course released it (or as the grader generated it)."""
     coursedir = CourseDirectory(config=config)
-    path = os.path.join(coursedir.format_path(coursedir.release_directory, ".", assignment), f"{notebook}.ipynb")
-    return nbformat.read(path, as_version=4)
+    paths = [
+        os.path.join(coursedir.format_path(release, ".", assignment), f"{notebook}.ipynb")
+        for release in (coursedir.release_directory, REGISTERED_RELEASE)
+    ]
+    for path in paths:
+        if os.path.exists(path):
+            return nbformat.read(path, as_version=4)
+    raise FileNotFoundError(
+        f"no released {assignment}/{notebook}.ipynb in {os.path.dirname(paths[0])}: "
+        f"release the assignment (nbgrader generate_assignment {assignment}) or grade it with python -m grader grade"
+    )
 
 
 class SubmissionExporter(NotebookExporter):
@@ -114,11 +128,38 @@ class RestoreSubmission(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
         released = released_notebook(self.config, info["assignment"], info["notebook"])
+        root = Path(CourseDirectory(config=self.config).root)
+        earlier = history.earlier_releases(root, info["assignment"], info["notebook"])
+        history.remember_release(root, info["assignment"], info["notebook"], released)
         meta = copy.deepcopy(grader_metadata(nb))
-        restored, notes = restore.restore(nb, released)
+        restored, notes = restore.restore(nb, released, earlier)
         restored.metadata["grader"] = meta
         add_problems(restored, notes)
         return restored, resources
+
+
+class KeepWrittenGrades(NbGraderPreprocessor):
+    """After SaveAutoGrades: a written answer graded by hand keeps its grade (it does not need
+    review again) when its text is what it was at the previous autograde (history.py)."""
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        root = Path(CourseDirectory(config=self.config).root)
+        before = history.written_answers(root, info["assignment"], info["student"])
+        now = {}
+        with Gradebook(info["db_url"]) as gradebook:
+            for cell in nb.cells:
+                meta = cell.metadata.get("nbgrader", {})
+                if not (meta.get("solution") and meta.get("grade")) or cell.cell_type != "markdown":
+                    continue
+                key = f"{info['notebook']}/{meta['grade_id']}"
+                now[key] = history.digest(cell.source.strip())
+                grade = gradebook.find_grade(meta["grade_id"], info["notebook"], info["assignment"], info["student"])
+                if grade.manual_score is not None and before.get(key) == now[key]:
+                    grade.needs_manual_grade = False
+            gradebook.db.commit()
+        history.remember_written_answers(root, info["assignment"], info["student"], {**before, **now})
+        return nb, resources
 
 
 class GraderNotes(NbGraderPreprocessor):
@@ -223,6 +264,7 @@ def autograde_steps(execute):
         ClearMetadataPreprocessor,
         LimitOutput,
         SaveAutoGrades,
+        KeepWrittenGrades,
         AssignLatePenalties,
         CheckMetadata,
         FlagComments,
@@ -260,6 +302,17 @@ class StudentValidateExecute(Execute):
     @default("extra_arguments")
     def _default_extra_arguments(self):
         return ["--IPKernelApp.log_level=ERROR"]
+
+    def preprocess_cell(self, cell, resources, index):
+        """A warning is not a failure, as at grading (trusted.test_outputs): nbgrader counts any
+        stderr output of a test cell as failed, so stderr is shown under a heading on stdout."""
+        cell, resources = super().preprocess_cell(cell, resources, index)
+        heading = "Printed to stderr while this cell ran (warnings are shown, never scored):\n"
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream" and output.get("name") == "stderr":
+                output.name, output.text = "stdout", heading + output.text
+                heading = ""
+        return cell, resources
 
 
 def _indent_wrapped(self, val: str) -> str:

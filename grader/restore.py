@@ -29,9 +29,24 @@ def _meta(cell) -> dict:
 
 
 def restore(
-    submitted: nbformat.NotebookNode, released: nbformat.NotebookNode
+    submitted: nbformat.NotebookNode, released: nbformat.NotebookNode, earlier: list | tuple = ()
 ) -> tuple[nbformat.NotebookNode, list[str]]:
+    """`earlier`: releases of the same notebook before this one (history.py). A read-only cell
+    as one of them released it is the release the student worked on, not an edit."""
     notes: list[str] = []
+    corrected: list[str] = []  # read-only cells the student holds as an earlier release had them
+    earlier_cells: dict[str, list] = {}
+    for old_release in earlier:
+        for old in old_release.cells:
+            if _meta(old).get("grade_id"):
+                earlier_cells.setdefault(_meta(old)["grade_id"], []).append(old)
+
+    def as_released_before(name, mine) -> bool:
+        return any(
+            mine.source.strip() == old.source.strip() and _meta(mine).get("points") == _meta(old).get("points")
+            for old in earlier_cells.get(name, [])
+        )
+
     rel = released.cells
     rel_ids = [_meta(c).get("grade_id") for c in rel]
     index_of = {gid: i for i, gid in enumerate(rel_ids)}
@@ -110,7 +125,12 @@ def restore(
                     restored.outputs, restored.execution_count = [], None
                 out.append(restored)
             else:
-                if meta.get("locked") or meta.get("grade"):
+                changed = mine.source.strip() != released_cell.source.strip() or (
+                    "points" in _meta(mine) and _meta(mine).get("points") != meta.get("points")
+                )
+                if (meta.get("locked") or meta.get("grade")) and changed and as_released_before(name, mine):
+                    corrected.append(name)
+                elif meta.get("locked") or meta.get("grade"):
                     if mine.source.strip() != released_cell.source.strip():
                         notes.append(f"{name}: read-only cell was edited, restored")
                     elif mine.cell_type != released_cell.cell_type:
@@ -120,6 +140,11 @@ def restore(
                 out.append(copy.deepcopy(released_cell))
         out.extend(extra(j) for j in followers.get(i, []))
 
+    if corrected:
+        notes.append(
+            "graded against the corrected release: your copy came from an earlier release, and "
+            f"these cells were fixed since ({', '.join(corrected)}); your answers were kept"
+        )
     nb = copy.deepcopy(submitted)
     nb.cells = out
     nb.nbformat, nb.nbformat_minor = released.nbformat, released.nbformat_minor

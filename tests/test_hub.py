@@ -435,7 +435,8 @@ def test_a_class_on_the_hub(hub):
 def test_a_student_joins_the_running_hub_and_every_server_is_held_to_its_limits(hub):
     """`make hub-member` adds a student while the class works: no restart (the hub's processes
     are the same ones), the student logs in and gets a server, and that server sits in a control
-    group with the class's memory limit; JupyterHub's idle culler runs beside the hub."""
+    group with the class's memory limit; JupyterHub's idle culler runs beside the hub; and
+    `make hub-rerelease` puts a fixed exercise in the exchange without a restart."""
     import requests
 
     port = hub["port"]
@@ -484,3 +485,17 @@ def test_a_student_joins_the_running_hub_and_every_server_is_held_to_its_limits(
         group, limit = next(path for number, _, path in lines if number == "0"), "{}/memory.max"
     assert group.endswith(f"/course-hub-{port}/{LATE}"), group
     assert int((Path("/sys/fs/cgroup") / limit.format(group.lstrip("/"))).read_text()) == MEM_LIMIT
+
+    # A fix mid-term reaches the running hub: released again from this checkout, as the grader.
+    outbound = hub["state"] / "exchange" / COURSE / "outbound" / A / f"{A}.ipynb"
+    done = subprocess.run(
+        ["make", "--no-print-directory", "hub-rerelease", f"A={A}"],
+        cwd=ROOT,
+        env=hub["env"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert outbound.exists() and outbound.stat().st_uid == pwd.getpwnam(GRADER).pw_uid
+    assert list((hub["state"] / "course" / ".grader-state" / "releases" / A).glob(f"{A}-*.ipynb")), "release remembered"
+    assert hub_process.is_running()
