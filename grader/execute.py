@@ -8,10 +8,18 @@ all output in memory however much a cell prints. This step instead:
 - gives the whole notebook a time limit as well as each cell;
 - after a timeout, interrupts; a kernel that does not answer within a grace
   period is killed;
-- when the kernel dies or is killed, marks the cell it was running and every
-  later code cell with an error output naming the reason, so those cells score
-  zero (a graded cell without outputs would otherwise count as passed) and the
-  cells that ran keep their grades;
+- when the kernel dies or is killed (os._exit, exit(), a segfault, a cell that
+  ignored the interrupt), marks the cell it was running with an error output
+  naming the cell and the cause, starts a fresh kernel, runs the answer and set-up
+  cells before that cell again (as a student's "run all" would; their first outputs
+  are kept, the cell that killed a kernel is never run again, nor are cells that
+  timed out) and grades the rest: a crash costs the cell that crashed and the cells
+  that need what it defined. At most `max_restarts` fresh kernels a notebook; past
+  that, or past the notebook's time limit, every later code cell gets an error
+  output saying why it did not run (a graded cell without outputs would
+  otherwise count as passed);
+- after a cell timed out, later cells get at most `limit_after_timeout` seconds:
+  a loop in one item called by several tests costs the full limit once;
 - keeps at most `max_output_bytes` of output per cell;
 - stops every process a cell started when the cell ends: a fork bomb's copies
   of the kernel would otherwise hold the process quota and break later cells
@@ -27,6 +35,7 @@ trusted=True)` sets `c.GuardedExecute.trusted_student_code`.
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import sys
@@ -53,6 +62,11 @@ from .uids import SCRATCH_PREFIX
 # that finishes a cell exits before it can reply (multiprocessing children never
 # get back to the kernel loop, so they are unaffected). Written as one line with
 # default arguments so that nothing is left in the student's namespace.
+# exit() and quit() in a kernel only ask it to stop a moment later (IPython's ask_exit): the
+# notebook went on and died in a later cell, wrongly named. Here they end the kernel at once,
+# with a status of their own, so the cell that called them is the one that fails.
+EXIT_STATUS = 86
+EXIT_GUARD = "get_ipython().ask_exit = lambda *_, _exit=__import__('os')._exit: _exit(" + str(EXIT_STATUS) + ")"
 FORK_GUARD = (
     "get_ipython().events.register('post_run_cell', "
     "lambda *_, _os=__import__('os'), _pid=__import__('os').getpid(): "
@@ -98,6 +112,16 @@ class GuardedExecute(Execute):
         help="extra attempts at starting a kernel that failed before any student "
         "code ran (a port race, a slow start on a loaded machine)",
     ).tag(config=True)
+    max_restarts = Int(
+        3,
+        help="fresh kernels started for one notebook after student code killed one; past that, "
+        "the cells not yet run score zero with the reason",
+    ).tag(config=True)
+    limit_after_timeout = Float(
+        10,
+        help="seconds each cell may run once a cell of the notebook timed out (never more than "
+        "the cell limit): a loop in one answer that several tests call costs the limit once",
+    ).tag(config=True)
     preload = List(
         Unicode(),
         ["torch"],
@@ -113,6 +137,10 @@ class GuardedExecute(Execute):
     _runner: trusted.RunnerChannel | None = None
     _scratch = ""
     _imports: dict = {}
+    _cells_started = False
+    _dead: set = set()  # cells that stopped a kernel: never run again
+    _resume = -1  # on a fresh kernel, cells up to here ran before: only answers and set-up run again
+    _timed_out: set = set()  # cells that ran past their limit
 
     # nbconvert re-runs NotebookClient.__init__ inside preprocess(), resetting
     # attributes set here: these must be trait defaults.
@@ -137,7 +165,7 @@ class GuardedExecute(Execute):
     def _default_extra_arguments(self):
         imports = "".join(f"__import__({name!r}); " for name in self.preload)
         # The trusted test runner starts last: after torch is loaded, before any student code.
-        return [f"--IPKernelApp.exec_lines={imports}{FORK_GUARD}; {trusted.BOOT_LINE}"]
+        return [f"--IPKernelApp.exec_lines={imports}{FORK_GUARD}; {EXIT_GUARD}; {trusted.BOOT_LINE}"]
 
     # Grading kernels only: the grader's own kernel spec (template.py), never the students' python3.
     @default("kernel_name")
@@ -151,7 +179,10 @@ class GuardedExecute(Execute):
     # -- limits ---------------------------------------------------------------
     def _cell_timeout(self, cell) -> int:
         remaining = self._deadline - time.monotonic() if self._deadline else self.timeout
-        return max(1, int(min(self.timeout or remaining, remaining) + 0.999))
+        limit = self.timeout or remaining
+        if self._timed_out and self.limit_after_timeout:
+            limit = min(limit, self.limit_after_timeout)
+        return max(1, int(min(limit, remaining) + 0.999))
 
     def output(self, outs, msg, display_id, cell_index):
         content = msg.get("content", {})
@@ -179,8 +210,10 @@ class GuardedExecute(Execute):
             except Empty:
                 continue
             if msg["msg_type"] == "execute_reply":
+                self._timed_out.add(self._current)
                 self._problems.append(f"{self._name(self._current)}: timed out after {timeout} s and was interrupted")
                 return reply
+        self._timed_out.add(self._current)
         raise DeadKernelError(f"a cell ran past {timeout} s and ignored the interrupt")
 
     # -- the trusted test path (trusted.py, runner.py) -----------------------------
@@ -226,29 +259,36 @@ class GuardedExecute(Execute):
             self._cells_started = True
         if cell.cell_type != "code" or not cell.source.strip() or self._runner is None:
             return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
-        if not trusted.is_test_cell(cell):
+        if not trusted.is_test_cell(cell) or trusted.deletes_globals(cell.source):
             result = await super().async_execute_cell(cell, cell_index, execution_count, store_history)
             reply = self._runner_request(cell_index, {"op": "check"}, timeout=30)
             if reply is not None:
                 self._flag(cell_index, reply["flags"])
             return result
         # A test cell: run by the runner, scored from its record only.
+        source = trusted.python_source(cell.source)
         hidden = trusted.HIDDEN_BEGIN in cell.source
         timeout = self._cell_timeout(cell)
         message = {
             "op": "run",
-            "source": trusted.python_source(cell.source),
+            "source": source,
             "imports": self._imports,
             "timeout": timeout,
         }
         # The runner stops a test at `timeout`; one that will not stop costs its kernel after the grace.
-        reply = self._runner_request(
-            cell_index,
-            message,
-            timeout=timeout + self.interrupt_grace,
-            late=f"a cell ran past {timeout} s and ignored the interrupt",
-        )
+        try:
+            reply = self._runner_request(
+                cell_index,
+                message,
+                timeout=timeout + self.interrupt_grace,
+                late=f"a cell ran past {timeout} s and ignored the interrupt",
+            )
+        except DeadKernelError as exc:
+            if "ignored the interrupt" in str(exc):
+                self._timed_out.add(cell_index)
+            raise
         if reply is not None and reply.get("timed_out"):
+            self._timed_out.add(cell_index)
             self._problems.append(f"{self._name(cell_index)}: timed out after {timeout} s and was interrupted")
         if reply is not None and reply.get("truncated"):
             self._problems.append(f"{self._name(cell_index)}: output truncated")
@@ -263,7 +303,10 @@ class GuardedExecute(Execute):
         judge = judges.named_in(cell.source)
         if judge is not None and reply.get("passed"):
             reply = self._judge(cell_index, judge, reply, timeout)
-        cell.outputs = trusted.test_outputs(reply, hidden, trusted.hidden_lines(cell.source))
+        # An error raised in the visible part (its line comes before the hidden tests) is the student's
+        # to see, with what that part printed: nothing of the hidden part ran.
+        shown = hidden and not reply.get("passed") and 0 < (reply.get("line") or 0) < trusted.hidden_start(source)
+        cell.outputs = trusted.test_outputs(reply, hidden and not shown, trusted.hidden_lines(cell.source))
         self.code_cells_executed += 1
         return cell
 
@@ -300,12 +343,26 @@ class GuardedExecute(Execute):
             raise
 
     def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type != "code" or index in self._dead:
+            return cell, self.resources
+        if index <= self._resume:
+            # A fresh kernel after a crash: the answer and set-up cells before it run again, their
+            # first outputs kept; tests already scored and cells that timed out are not run again.
+            if trusted.is_test_cell(cell) or index in self._timed_out:
+                return cell, self.resources
+            kept = copy.deepcopy(cell.outputs), cell.get("execution_count")
+            try:
+                return self._run_cell(cell, resources, index)
+            finally:
+                cell.outputs, cell["execution_count"] = kept
+        return self._run_cell(cell, resources, index)
+
+    def _run_cell(self, cell, resources, index):
         self._current = index
         try:
             return super().preprocess_cell(cell, resources, index)
         finally:
-            if cell.cell_type == "code":
-                self._stop_cell_processes()
+            self._stop_cell_processes()
 
     def _stop_cell_processes(self) -> None:
         """Kill everything below the kernel process (the kernel itself lives on)."""
@@ -377,10 +434,11 @@ class GuardedExecute(Execute):
         resources = dict(resources or {})
         resources["metadata"] = dict(resources.get("metadata", {}), path=scratch)
         self._deadline = time.monotonic() + self.notebook_timeout
-        failures = []
+        self._cells_started, self._dead, self._resume, self._timed_out = False, set(), -1, set()
+        failures: list[str] = []
         try:
-            for _attempt in range(1 + self.start_retries):
-                self._output_sizes, self._current, self._death, self._cells_started = {}, None, None, False
+            while True:
+                self._output_sizes, self._current, self._death = {}, None, None
                 trusted.install(scratch)
                 try:
                     nb, resources = super().preprocess(nb, resources, km)
@@ -393,18 +451,17 @@ class GuardedExecute(Execute):
                     if self._runner is not None:
                         self._runner.close()
                         self._runner = None
+                self.km, self.kc = None, None
                 if self._cells_started:
                     # The student's code ran: what stopped the kernel is the student's (graded).
-                    self._mark_not_run(nb, reason)
+                    if self._restart_after(nb, reason):
+                        continue
                     break
                 # Nothing of the student's ran: the grader failed. Retry what may pass (not a missing interpreter).
                 cause, lasting = self._start_failure(reason)
                 failures.append(cause)
-                self.km, self.kc = None, None
-                if lasting:
+                if lasting or len(failures) > self.start_retries:
                     raise GraderFailure(cause)
-            else:
-                raise GraderFailure(failures[-1])
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         meta = nb.metadata.setdefault("grader", {})
@@ -413,6 +470,26 @@ class GuardedExecute(Execute):
         flags = meta.setdefault("flags", [])
         flags.extend(f for f in self._flags if f not in flags)
         return nb, resources
+
+    def _restart_after(self, nb, reason: str) -> bool:
+        """The kernel stopped while student code ran: mark the cell it ran, and say whether a
+        fresh kernel goes on with the rest (False: the cells left are marked as not run)."""
+        dead = self._current
+        if dead is None:  # no fresh kernel after a crash (the grader's failure): graded with what ran
+            cause, _ = self._start_failure(reason)
+            self._mark_not_run(nb, f"no fresh kernel started after a crash ({cause})", start=self._resume + 1)
+            return False
+        late = time.monotonic() >= self._deadline - 1
+        if late or len(self._dead) >= self.max_restarts:
+            if not late:
+                reason += f" (the kernel's {len(self._dead) + 1}th stop; the grader starts {self.max_restarts} fresh ones at most)"
+            self._mark_not_run(nb, reason, start=dead)
+            return False
+        self._dead.add(dead)
+        self._resume = max(self._resume, dead)
+        self._problems.append(f"{self._name(dead)}: {reason}; a fresh kernel ran the cells after it")
+        nb.cells[dead].outputs.append(error_output("KernelDied", f"{self._name(dead)}: {reason}"))
+        return True
 
     def _start_failure(self, reason: str) -> tuple[str, bool]:
         """Why no kernel answered, in one line, naming an interpreter the sandbox cannot see;
@@ -444,17 +521,20 @@ class GuardedExecute(Execute):
         code = process.poll() if process is not None else None
         if code is None:
             return None
+        if code == EXIT_STATUS:
+            return "the notebook called exit() or quit(), which ends the kernel"
         if code < 0 or code >= 128:
             signal_number = -code if code < 0 else code - 128
             return f"the kernel was killed by signal {signal_number}"
         return f"the kernel exited with status {code}"
 
-    def _mark_not_run(self, nb, reason: str, note: bool = True) -> None:
-        start = self._current if self._current is not None else 0
+    def _mark_not_run(self, nb, reason: str, note: bool = True, start: int | None = None) -> None:
+        if start is None:
+            start = self._current if self._current is not None else 0
         if note:
             self._problems.append(f"{self._name(start)}: {reason}")
         for index, cell in enumerate(nb.cells):
-            if cell.cell_type != "code" or index < start:
+            if cell.cell_type != "code" or index < start or index in self._dead:
                 continue
             if index == start:
                 cell.outputs.append(error_output("KernelDied", reason))

@@ -416,15 +416,15 @@ def _install():
                          by_test=True, timed_out=True)
         except BaseException as error:  # noqa: BLE001 (the student's code may raise anything)
             reply["ename"] = name_of(_type(error))
-            args = error.args
-            if _len(args) == 1 and _type(args[0]) is _str:
+            if _len(args := error.args) == 1 and _type(args[0]) is _str:
                 reply["message"] = args[0][:2000]
             traceback = error.__traceback__
             while traceback is not None and traceback.tb_next is not None:
                 traceback = traceback.tb_next
             reply["by_test"] = traceback is not None and is_protected(traceback.tb_frame.f_code)
+            reply["line"] = (tb := error.__traceback__.tb_next) and tb.tb_frame.f_code is code and tb.tb_lineno
             # The frames of a failed test may hold what exhausted memory: let them go now.
-            traceback = error.__traceback__ = None
+            traceback = tb = error.__traceback__ = None
         finally:
             sys.stdout, sys.stderr = real_out, real_err
         if getpid() != start_pid:

@@ -150,6 +150,25 @@ def is_trusted_cell(cell) -> bool:
 
 
 @functools.lru_cache(maxsize=512)
+def deletes_globals(source: str) -> bool:
+    """Whether a test cell deletes a name of the notebook's namespace outside any function
+    (`del squares`, as nbgrader's documentation course does to check that one answer calls
+    another). Such a test needs the student's namespace itself, so it runs the way plain
+    nbgrader runs it (execute.py); no test of this course does."""
+    try:
+        tree = ast.parse(python_source(source))
+    except SyntaxError:
+        return False
+    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Delete) and any(isinstance(t, ast.Name) for t in node.targets):
+            return True
+        todo.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, scopes))
+    return False
+
+
 def python_source(source: str) -> str:
     """A cell's source as plain Python (IPython magics become calls), transformed here, not in the kernel.
     Cached: every submission of a class has the same test cells (restored from the release)."""
@@ -197,6 +216,12 @@ def hidden_lines(source: str) -> list[str]:
         elif inside and len(line.strip()) >= SECRET_LINE_LENGTH:
             lines.append(line.strip())
     return lines
+
+
+def hidden_start(source: str) -> int:
+    """The line number (from 1) where a test cell's hidden tests begin; past the end when it has none."""
+    lines = source.splitlines()
+    return next((n for n, line in enumerate(lines, 1) if HIDDEN_BEGIN in line), len(lines) + 1)
 
 
 def scrub(text: str, secrets_: list[str]) -> str:

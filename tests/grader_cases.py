@@ -60,12 +60,6 @@ def nbgrader(cwd, *args, env=None, check=True) -> subprocess.CompletedProcess:
     return done
 
 
-def before(test_id: str) -> int:
-    """Points of the graded tests that run before `test_id` (a kernel death there loses the rest)."""
-    names = list(POINTS)
-    return sum(POINTS[name] for name in names[: names.index(test_id)])
-
-
 @dataclass
 class Case:
     name: str  # the entry in the submissions folder
@@ -104,6 +98,32 @@ def _extra_cell_first(code):
     """A correct submission with one extra cell of the student's right after the imports."""
     nb = submissions.answered(A)
     nb.cells.insert(3, nbformat.v4.new_code_cell(code))
+    return nb
+
+
+def _forward_exits():
+    """A correct submission whose ParallelBlock.forward ends its kernel: no later item calls it."""
+    nb = submissions.answered(A)
+    cell = nb.cells[_index(nb, "ParallelBlock")]
+    exits = "    def forward(self, X):\n        import os\n\n        os._exit(1)\n"
+    cell.source = cell.source.replace("    def forward(self, X):\n", exits, 1)
+    return nb
+
+
+def _visible_error():
+    """A ParallelBlock that always joins on dim 0: its visible test's first call raises torch's own
+    RuntimeError (mismatched widths), before any hidden test runs."""
+    source = submissions.answer_source(A, "ParallelBlock")
+    assert "dim=self.dim" in source, "the model ParallelBlock no longer passes dim=self.dim"
+    return submissions.answered(A, {"ParallelBlock": source.replace("dim=self.dim", "dim=0")})
+
+
+def _exits_after_each_item():
+    """A correct submission with a cell ending its kernel after each answer: one death more
+    than the grader restarts a kernel for, so the last item's tests are not run."""
+    nb = submissions.answered(A)
+    for answer in ("MySequential", "ParallelBlock", "make_stack", "FixedHiddenMLP"):
+        nb.cells.insert(_index(nb, answer) + 1, nbformat.v4.new_code_cell("import os\nos._exit(1)"))
     return nb
 
 
@@ -283,7 +303,8 @@ print("SPAWNED")
             "ignores_sigint.ipynb",
             "ignores_sigint",
             "ignored_interrupt",
-            before("test_make_stack"),
+            # The kernel is killed; a fresh one grades the items after it.
+            FULL - POINTS["test_make_stack"],
             "graded",
             "test_make_stack: a cell ran past",
             _notebook(
@@ -354,10 +375,48 @@ print("SPAWNED")
             "os_exit.ipynb",
             "os_exit",
             "kernel_death",
-            before("test_make_stack"),
+            # A crash costs what it breaks: a fresh kernel grades the items after it.
+            FULL - POINTS["test_make_stack"],
             "graded",
             "test_make_stack: the kernel exited with status 3",
             _notebook("os_exit.ipynb", lambda: _answer_prefix("    import os\n    os._exit(3)\n")),
+        ),
+        Case(
+            "visible_error.ipynb",
+            "visible_error",
+            "scoring",
+            FULL - POINTS["test_ParallelBlock"],
+            "graded",
+            "failed: test_ParallelBlock (RuntimeError: ",  # the CSV names the error
+            _notebook("visible_error.ipynb", _visible_error),
+        ),
+        Case(
+            "calls_exit.ipynb",
+            "calls_exit",
+            "kernel_death",
+            # exit() ends the kernel while the test that called it runs, never a later cell, never a flag.
+            FULL - POINTS["test_make_stack"],
+            "graded",
+            "test_make_stack: the notebook called exit()",
+            _notebook("calls_exit.ipynb", lambda: _answer_prefix("    exit()\n")),
+        ),
+        Case(
+            "forward_exits.ipynb",
+            "forward_exits",
+            "kernel_death",
+            FULL - POINTS["test_ParallelBlock"],
+            "graded",
+            "test_ParallelBlock: the kernel exited with status 1",
+            _notebook("forward_exits.ipynb", _forward_exits),
+        ),
+        Case(
+            "exits_every_kernel.ipynb",
+            "exits_every_kernel",
+            "kernel_death",
+            FULL - POINTS["test_FixedHiddenMLP"] - POINTS["test_FixedHiddenMLP_buffer"],
+            "graded",
+            "fresh ones at most",
+            _notebook("exits_every_kernel.ipynb", _exits_after_each_item),
         ),
         Case(
             "sys_exit.ipynb",
@@ -372,7 +431,7 @@ print("SPAWNED")
             "segfault.ipynb",
             "segfault",
             "kernel_death",
-            0,
+            FULL,
             "graded",
             "cell 4: the kernel was killed by signal 11",
             _notebook("segfault.ipynb", lambda: _extra_cell_first("import faulthandler\nfaulthandler._sigsegv()")),

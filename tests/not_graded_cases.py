@@ -59,10 +59,10 @@ def write_crashes(folder):
 
 
 def check_crashes_graded(scores, pages):
-    """Each crash is the student's: graded, the cells that ran keep their points, and the
-    feedback names the cell and the cause."""
+    """Each crash is the student's: graded, it costs only the cell it broke (a fresh kernel
+    grades the items after a kernel's death), and the feedback names the cell and the cause."""
     lost = points(A)["test_make_stack"]
-    assert scores == {"exits": grader_cases.before("test_make_stack"), "hogs_memory": FULL - lost, "loops": FULL - lost}
+    assert scores == {"exits": FULL - lost, "hogs_memory": FULL - lost, "loops": FULL - lost}
     assert "test_make_stack: the kernel exited with status 1" in pages["exits"]
     hog = pages["hogs_memory"]
     at = hog.find("make_stack")

@@ -159,6 +159,22 @@ def test_feedback_shows_results_but_never_hidden_tests(graded):
     assert "parameters() misses the children" in one_wrong, "the failing test's message is shown"
 
 
+def test_feedback_shows_an_error_of_the_visible_part_with_its_message(graded):
+    """visible_error's ParallelBlock raises torch's RuntimeError in the visible part of its test:
+    the page shows torch's message, as Validate does (a hidden part's error shows only its type)."""
+    import torch
+
+    try:
+        torch.cat((torch.zeros(5, 2), torch.zeros(5, 3)), dim=0)
+    except RuntimeError as error:
+        message = str(error).split(".")[0]
+    pages = feedback.generate(A, root=graded["root"])
+    page = next(p for p in pages if p.parts[-3] == "visible_error").read_text(encoding="utf-8")
+    assert message in page, f"torch's message {message!r} is not on the page"
+    assert grader_cases.HIDDEN_MESSAGE not in page and "BEGIN HIDDEN TESTS" not in page
+    assert message in graded["rows"]["visible_error"].detail
+
+
 def test_report_draws_the_class(graded):
     out = graded["tmp"] / "report.png"
     text = report.report(A, out=out, root=graded["root"])

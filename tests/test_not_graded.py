@@ -14,8 +14,10 @@ import sys
 
 import grader_cases
 import grading_checks
+import nbformat
 import pytest
-from not_graded_cases import check_crashes_graded, grade_cli, write_class, write_crashes
+from not_graded_cases import CRASHES, check_crashes_graded, crash, grade_cli, write_class, write_crashes
+from submissions import points
 
 from grader import export, feedback, grade, template
 from tools import course
@@ -91,6 +93,19 @@ def test_a_kernel_start_that_fails_once_is_retried(tmp_path, monkeypatch):
     calls = count_kernel_starts(monkeypatch, fail_first=True)
     rows = grade_one_student(tmp_path)
     assert (rows[0].status, rows[0].score, len(calls)) == ("graded", FULL, 2)
+
+
+def test_a_clean_notebook_starts_one_kernel_and_a_crash_one_more(tmp_path, monkeypatch):
+    """A fresh kernel only where student code killed one: a clean notebook costs what it did."""
+    calls = count_kernel_starts(monkeypatch)
+    rows = grade_one_student(tmp_path)
+    assert (rows[0].status, rows[0].score, len(calls)) == ("graded", FULL, 1)
+    root, folder = tmp_path / "course", tmp_path / "crash"
+    folder.mkdir()
+    nbformat.write(crash(CRASHES["exits"]), folder / "exits.ipynb")
+    calls.clear()
+    (row,) = grade.run(grade.Options(A, folder, jobs=1, root=root, cell_timeout=20))
+    assert (row.score, len(calls)) == (FULL - points(A)["test_make_stack"], 2), row.detail
 
 
 def test_a_start_failure_that_lasts_is_not_tried_again(tmp_path, monkeypatch):
