@@ -3,8 +3,10 @@
 A submissions folder holds one entry per student: a file `<student>.ipynb` (a
 download from Colab or an LMS) or a folder `<student>/` with the notebook
 anywhere inside (nbgrader's `<student>/<assignment>/<assignment>.ipynb` layout
-included). Every entry becomes a Submission, readable or not, so that every
-student gets a row in the grades.
+included). An assignment of several notebooks (nbgrader's `ps1` = `problem1.ipynb`
++ `problem2.ipynb`) is handed in as a folder holding each by its released name.
+Every entry becomes a Submission, readable or not, so that every student gets a
+row in the grades.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import nbformat
 class Submission:
     student: str  # the name in the submissions folder
     grader_id: str = ""  # the id used in nbgrader's folders and gradebook
-    source: Path | None = None  # the notebook that is graded
+    source: Path | None = None  # the notebook that is graded (the first one found, for several)
+    sources: dict[str, Path] = field(default_factory=dict)  # released notebook name -> the file graded as it
     notebook: nbformat.NotebookNode | None = None
     problem: str | None = None  # why there is nothing to grade (status "invalid")
     notes: list[str] = field(default_factory=list)
@@ -76,7 +79,29 @@ def _candidates(entry: Path) -> list[Path]:
     )
 
 
-def collect(directory: Path, assignment: str) -> list[Submission]:
+def _several(submission: Submission, files: list[Path], notebooks: list[str], directory: Path) -> None:
+    """Each of the assignment's notebooks from its file of the same name (the newest where a folder
+    holds several); a notebook missing from the hand-in is said so, and scores nothing."""
+    for name in notebooks:
+        found = sorted((p for p in files if p.stem == name), key=lambda p: p.stat().st_mtime, reverse=True)
+        if found:
+            submission.sources[name] = found[0]
+        else:
+            submission.notes.append(f"{name}.ipynb is missing from the hand-in (0 points for it)")
+    if not submission.sources:
+        submission.problem = f"none of the assignment's notebooks ({', '.join(f'{n}.ipynb' for n in notebooks)})"
+        return
+    submission.source = next(iter(submission.sources.values()))
+    used = set(submission.sources.values())
+    others = [str(p.relative_to(directory)) for p in files if p not in used and p.suffix == ".ipynb"]
+    if others:
+        submission.notes.append(f"ignored {', '.join(others)} (not a notebook of the assignment)")
+
+
+def collect(directory: Path, assignment: str, notebooks: list[str] | None = None) -> list[Submission]:
+    """Every student's entry; `notebooks`: the released notebooks' names (default: one, named
+    after the assignment)."""
+    notebooks = list(notebooks or [assignment])
     entries: dict[str, list[Path]] = {}
     for entry in sorted(Path(directory).iterdir()):
         if entry.name.startswith(".") or entry.name.startswith("~"):
@@ -92,16 +117,22 @@ def collect(directory: Path, assignment: str) -> list[Submission]:
             submission.problem = "no notebook in the folder"
             submissions.append(submission)
             continue
+        if len(notebooks) > 1:
+            _several(submission, files, notebooks, Path(directory))
+            submissions.append(submission)
+            continue
         readable = []
         for path in files:
             nb, problem, notes = read_notebook(path)
             readable.append((path, nb, problem, notes))
         # Prefer a readable notebook named after the assignment, then the newest.
         readable.sort(
-            key=lambda r: (r[1] is not None, r[0].name == f"{assignment}.ipynb", r[0].stat().st_mtime), reverse=True
+            key=lambda r: (r[1] is not None, r[0].stem in (assignment, notebooks[0]), r[0].stat().st_mtime),
+            reverse=True,
         )
         path, nb, problem, notes = readable[0]
         submission.source, submission.notebook, submission.problem = path, nb, problem
+        submission.sources = {notebooks[0]: path}
         submission.notes += notes
         if len(files) > 1:
             others = ", ".join(str(p.relative_to(directory)) for p, *_ in readable[1:])

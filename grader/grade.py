@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import shutil
 import sys
 import time
@@ -98,9 +99,9 @@ def _worker(run_id: str, options: Options, shared_template: str | None):
     pipeline.use_safe_autograde(config, trusted=not options.sandbox)
     configure_execution(config, options, uid=claim_uid())
     api = course.api(config)
-    # nbgrader logs a false "checksum has changed" for every cell with hidden
-    # tests; tampering is reported by restore.py instead.
-    api.log.setLevel(logging.CRITICAL)
+    # nbgrader logs a false "checksum has changed" for every cell with hidden tests (a warning;
+    # tampering is reported by restore.py instead); its errors stay, to name a failure's cause.
+    api.log.setLevel(logging.ERROR)
     logging.getLogger("traitlets").setLevel(logging.CRITICAL)
     _worker_api = (run_id, api)
     return api
@@ -115,24 +116,80 @@ def _autograde(run_id: str, options: Options, shared_template: str | None, grade
     """Run in a worker: grade one submission of the run; (whether nbgrader graded it, why not)."""
     api = _worker(run_id, options, shared_template)
     result = api.autograde(options.assignment, grader_id, force=True, create=True)
-    return bool(result["success"]), failure_cause(result, options.assignment, grader_id)
+    return bool(result["success"]), traceback_cause(result, failure_cause(result, options.assignment, grader_id))
+
+
+# nbgrader's last word on an error it logged above: never a cause.
+SEE_ABOVE = "see the the above traceback"
+EXCEPTION_LINE = re.compile(r"^\s*((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure)\b.*)$")
+
+
+def traceback_cause(result: dict, cause: str) -> str:
+    """`cause`, unless it is nbgrader's "Please see the above traceback": then that traceback's
+    own last line (the exception and its message), as nbgrader logged it."""
+    if SEE_ABOVE not in cause.lower() and "see the above traceback" not in cause.lower():
+        return cause
+    lines = str(result.get("log") or "").splitlines()
+    for line in reversed(lines):
+        found = EXCEPTION_LINE.match(line)
+        if found and "NbGraderException" not in line:
+            return found[1].strip()
+    return cause
 
 
 def graded_metadata(config, assignment: str, grader_id: str) -> dict | None:
-    """The reasons the engine recorded (pipeline.py) in the autograded notebook, or None if there is none."""
+    """The reasons the engine recorded (pipeline.py) in the autograded notebooks, or None if there
+    is none; its "errors" entry maps each test cell that raised to its error in one short line.
+    For an assignment of several notebooks, each reason names its notebook."""
     coursedir = CourseDirectory(config=config)
-    path = Path(coursedir.format_path(coursedir.autograded_directory, grader_id, assignment)) / f"{assignment}.ipynb"
-    if not path.exists():
+    folder = Path(coursedir.format_path(coursedir.autograded_directory, grader_id, assignment))
+    paths = sorted(folder.glob("*.ipynb"))
+    if not paths:
         return None
-    return nbformat.read(path, as_version=4).metadata.get("grader", {})
+    merged: dict = {"invalid": None, "problems": [], "flags": [], "errors": {}}
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        meta = nb.metadata.get("grader", {})
+        where = "" if len(paths) == 1 else f"{path.name}: "
+        if meta.get("invalid") and len(paths) == 1:
+            merged["invalid"] = meta["invalid"]
+        merged["problems"] += [where + p for p in meta.get("problems", [])]
+        merged["flags"] += [where + f for f in meta.get("flags", [])]
+        merged["errors"].update(cell_errors(nb))
+    return merged
+
+
+def notebook_names(config, assignment: str) -> list[str]:
+    """The notebooks of a registered assignment, as the gradebook lists them (one, most often)."""
+    with Gradebook(course.db_url(config)) as gradebook:
+        return sorted(nb.name for nb in gradebook.find_assignment(assignment).notebooks)
+
+
+ERROR_CHARS = 80  # of an error's message in the CSV's detail
+
+
+def cell_errors(nb) -> dict[str, str]:
+    """grade id -> "RuntimeError: Sizes of tensors must match ..." for each graded cell that raised."""
+    errors = {}
+    for cell in nb.cells:
+        name = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        raised = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        if name and raised and raised[-1].get("ename") not in ("KernelDied", "NotRun"):  # already in the notes
+            lines = str(raised[-1].get("evalue", "")).strip().splitlines()
+            message = lines[0] if lines else ""
+            if len(message) > ERROR_CHARS or len(lines) > 1:
+                message = message[:ERROR_CHARS].rstrip() + " ..."
+            errors[name] = f"{raised[-1].get('ename', 'Error')}: {message}" if message else raised[-1].get("ename", "")
+    return errors
 
 
 # -- the whole class ----------------------------------------------------------------
-def prepare(options: Options, submissions: list[collect.Submission], config=None) -> None:
+def prepare(options: Options, submissions: list[collect.Submission], config=None, registered: bool = False) -> None:
     """Register the assignment, then put each handed-in file, as it is, where nbgrader reads it:
     reading, repairing and running it is the engine's work (pipeline.py), the same on every path."""
     api = course.api(config if config is not None else course_config(options))
-    course.register(api, options.assignment)
+    if not registered:
+        course.register(api, options.assignment)
     root = Path(api.coursedir.root)
     for submission in submissions:
         for folder in (api.coursedir.submitted_directory, api.coursedir.autograded_directory):
@@ -141,7 +198,12 @@ def prepare(options: Options, submissions: list[collect.Submission], config=None
             continue
         target = root / api.coursedir.submitted_directory / submission.grader_id / options.assignment
         target.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(submission.source, target / f"{options.assignment}.ipynb")
+        for name, source in (submission.sources or {options.assignment: submission.source}).items():
+            shutil.copyfile(source, target / f"{name}.ipynb")
+            # What the released notebook reads beside it (nbgrader's docs: an image, a data file).
+            for extra in source.parent.iterdir() if len(submission.sources) > 1 else ():
+                if extra.is_file() and extra.suffix != ".ipynb" and not (target / extra.name).exists():
+                    shutil.copyfile(extra, target / extra.name)
 
 
 def _progress(done: int, total: int, started: float) -> None:
@@ -161,10 +223,17 @@ def run(options: Options) -> list[Row]:
     context = parallel.worker_context(WORKER_PRELOAD)
     # Both import in the background while the class is collected.
     templated = options.jobs > 1 and not options.scheduler and _start_early(options, context)
-    submissions = collect.collect(options.submissions, options.assignment)
     config = course_config(options)  # read once for the run
     coursedir = CourseDirectory(config=config)
-    prepare(options, submissions, config)
+    course.register(course.api(config), options.assignment)
+    notebooks = notebook_names(config, options.assignment)
+    if options.scheduler and len(notebooks) > 1:
+        raise RuntimeError(
+            f"--scheduler grades assignments of one notebook; {options.assignment} has {len(notebooks)}: "
+            "grade it without --scheduler"
+        )
+    submissions = collect.collect(options.submissions, options.assignment, notebooks)
+    prepare(options, submissions, config, registered=True)
     to_grade = [s.grader_id for s in submissions if s.source is not None]
     outcome: dict[str, tuple[bool, str]] = {}
     started = time.monotonic()
@@ -213,9 +282,14 @@ def run(options: Options) -> list[Row]:
 
 def autograded_tests(assignment) -> list[tuple[str, float]]:
     """(grade id, points) of each autograded test cell of a gradebook assignment."""
+    return [(name, points) for _, name, points in autograded_cells(assignment)]
+
+
+def autograded_cells(assignment) -> list[tuple[str, str, float]]:
+    """(notebook, grade id, points) of each autograded test cell of a gradebook assignment."""
     return [
-        (cell.name, cell.max_score)
-        for nb in assignment.notebooks
+        (nb.name, cell.name, cell.max_score)
+        for nb in sorted(assignment.notebooks, key=lambda nb: nb.name)
         for cell in nb.grade_cells
         if cell.cell_type == "code"
     ]
@@ -226,7 +300,8 @@ def rows(options: Options, submissions, outcome, config=None) -> list[Row]:
     result = []
     with Gradebook(course.db_url(config)) as gradebook:
         assignment = gradebook.find_assignment(options.assignment)
-        tests = autograded_tests(assignment)
+        cells = autograded_cells(assignment)
+        tests = [(name, points) for _, name, points in cells]
         max_auto = sum(points for _, points in tests)
         for submission in submissions:
             row = Row(submission.student, max_score=max_auto, grader_id=submission.grader_id)
@@ -252,12 +327,17 @@ def rows(options: Options, submissions, outcome, config=None) -> list[Row]:
                     row.status, row.score = NOT_GRADED, None
                     details.insert(0, message if not ok else "nbgrader kept no grades for it")
                 else:
-                    for name, _ in tests:
-                        grade = gradebook.find_grade(name, options.assignment, options.assignment, submission.grader_id)
+                    for notebook, name, _ in cells:
+                        grade = gradebook.find_grade(name, notebook, options.assignment, submission.grader_id)
                         row.items[name] = grade.score
                     row.score = sum(row.items.values())
                     row.needs_manual = graded.max_written_score
-                    failed = [name for name, points in tests if row.items[name] < points]
+                    errors = (engine or {}).get("errors", {})
+                    failed = [
+                        f"{name} ({errors[name]})" if errors.get(name) else name
+                        for name, points in tests
+                        if row.items[name] < points
+                    ]
                     if failed:
                         details.append("failed: " + ", ".join(failed))
                     row.flags = "; ".join((engine or {}).get("flags", []))
