@@ -1,15 +1,17 @@
 # One entry point for students, instructors and maintainers. See README.md.
 PYTHON ?= python3
-VENV   := .venv
+# VENV=/path/to/an/existing/venv reuses one (a fresh clone need not build its own; make setup
+# then installs only what is missing, and points the environment's editable grader at this checkout).
+VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-requirements
 # Jupyter refuses to run as root unless told; pass the flag only then.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PORT ?= 8888
 HUB_PORT ?= 8000
-export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup system-packages lab hub hub-member hub-rerelease test test-fast lint exercises notebooks check-env grade feedback report bench release backup restore clean clean-grading
+.PHONY: setup system-packages lab hub hub-member hub-rerelease lesson readme-table test test-fast lint exercises notebooks check-env grade feedback report bench release backup restore clean clean-grading
 
 setup: $(STAMP)
 
@@ -96,6 +98,19 @@ notebooks: setup
 release: setup
 	@test -n "$(OUT)" || { echo "usage: make release OUT=FOLDER (or FILE.zip) [COLAB=OWNER/REPO@BRANCH]"; exit 2; }
 	$(PY) -m tools.release "$(OUT)" $(if $(COLAB),--colab "$(COLAB)",)
+
+# One lesson's checks, for the edit loop and the "Adding a lesson" recipe (about a minute):
+# its rules, its tests against its wrong and right answers, its mutants, nbval of its notebooks.
+lesson: setup
+	@test -n "$(LESSON)" || { echo "usage: make lesson LESSON=<id>"; exit 2; }
+	$(PY) -m tools.rules $(LESSON)
+	$(PY) -m pytest -p no:nbval -o addopts="-p no:cacheprovider" -q tests/test_exercises.py -k $(LESSON)
+	$(PY) -m tools.mutants $(LESSON)
+	$(PY) -m pytest -o addopts="-p no:cacheprovider -n 2 --dist loadfile" -q course/$(LESSON).ipynb solutions/$(LESSON)
+
+# README's lesson table only (a new lesson's row), without building or running any notebook.
+readme-table: setup
+	$(PY) -m tools.notebooks table
 
 check-env: setup
 	@$(PY) -m tools.check_env

@@ -46,6 +46,7 @@ and stops at the first violation with `file:line` and the rule.
 Commands:
     python -m tools.notebooks build [--execute] [ID ...]
     python -m tools.notebooks check     # fail if a notebook or README drifted from its source
+    python -m tools.notebooks table     # README's lesson table only (a new lesson's row), in seconds
     python -m tools.notebooks format    # rewrite sources in jupytext's canonical form
 """
 
@@ -208,11 +209,16 @@ def main(argv: list[str] | None = None) -> int:
     build_cmd.add_argument("--execute", action="store_true", help="run them and store outputs")
     build_cmd.add_argument("ids", nargs="*")
     sub.add_parser("check", help="fail when a notebook or the README drifted from its source")
+    sub.add_parser("table", help="rewrite only README's lesson table (no notebook is built or run)")
     sub.add_parser("format", help="rewrite every source in jupytext's canonical form")
     args = parser.parse_args(argv)
     try:
         if args.command == "build":
             build(args.ids or None, args.execute)
+            return 0
+        if args.command == "table":
+            readme = ROOT / "README.md"
+            readme.write_text(with_lesson_table(readme.read_text(encoding="utf-8")), encoding="utf-8")
             return 0
         if args.command == "format":
             for target in targets():
