@@ -661,6 +661,96 @@ double_net = materialize(nn.Sequential(nn.LazyLinear(3)).to(torch.float64), torc
 print("moved to float64 first:", double_net[0].weight.dtype)
 
 # %% [markdown]
+# ## What comes next: a lazy layer of your own, parallel wrappers, and no laziness at all
+#
+# **Your own lazy layer.** `torch.nn.modules.lazy.LazyModuleMixin` supplies the
+# machinery: the pre-hook that calls your `initialize_parameters(*inputs)` at
+# the first call, and the loading of a `state_dict` into placeholders. The
+# layer creates each parameter as an `UninitializedParameter()`; its
+# `initialize_parameters` gives it a shape with `materialize(shape)` and fills
+# it. The mixin comes first among the base classes. Here, a learned scale per
+# feature, one for each feature of the first input:
+
+# %%
+from torch.nn.modules.lazy import LazyModuleMixin
+
+
+class LazyFeatureScale(LazyModuleMixin, nn.Module):
+    """Multiplies each feature by its own learned scale, starting at 1."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = UninitializedParameter()
+
+    def initialize_parameters(self, X):
+        if self.has_uninitialized_params():
+            with torch.no_grad():
+                self.scale.materialize((X.shape[-1],))
+                nn.init.ones_(self.scale)
+
+    def forward(self, X):
+        return X * self.scale
+
+
+feature_scale = LazyFeatureScale()
+print("before:", is_lazy(feature_scale.scale))
+feature_scale(torch.rand(2, 7))
+print("after: ", is_lazy(feature_scale.scale), tuple(feature_scale.scale.shape), type(feature_scale.scale).__name__)
+reloaded = LazyFeatureScale()
+reloaded.load_state_dict(feature_scale.state_dict())
+print("a fresh one loads the state_dict:", tuple(reloaded.scale.shape))
+
+# %% [markdown]
+# **Dry-run before wrapping for several GPUs.** `DistributedDataParallel`
+# checks every parameter when it is built and refuses a placeholder ("Modules
+# with uninitialized parameters can't be used with DistributedDataParallel");
+# `nn.DataParallel` refuses when it copies the model onto its GPUs, by calling
+# each module's `_replicate_for_data_parallel()`, which a lazy module answers
+# with an error. (Building the real wrappers needs a process group or several
+# GPUs, so we call the refusing method directly.) The dry run comes first.
+
+# %%
+unready = nn.Sequential(nn.LazyLinear(4), nn.ReLU(), nn.LazyLinear(1))
+print("placeholders DDP would refuse:", [name for name, p in unready.named_parameters() if is_lazy(p)])
+try:
+    unready[0]._replicate_for_data_parallel()
+except RuntimeError as error:
+    print("DataParallel's copy: RuntimeError:", str(error).split(".")[0])
+materialize(unready, torch.zeros(1, 3))
+print("after the dry run:", [name for name, p in unready.named_parameters() if is_lazy(p)])
+
+# %% [markdown]
+# **No laziness at all.** The width a lazy layer waits for can also be worked
+# out in `__init__`: send an empty batch of the right image size through a
+# throwaway copy of the convolutions on the `meta` device, where nothing is
+# allocated or drawn, and read the flattened width off the output's shape.
+# The model then consists of ordinary layers from the start, so every tool
+# (initializers by type, parameter counts, optimizers, the parallel wrappers)
+# works at once. The price: the image size is fixed when the model is built,
+# which a lazy layer also fixes, at its first call.
+
+# %%
+def conv_features(in_channels):
+    return nn.Sequential(nn.Conv2d(in_channels, 8, kernel_size=3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten())
+
+
+class ConvClassifier(nn.Module):
+    def __init__(self, in_channels, height, width, classes):
+        super().__init__()
+        with torch.device("meta"):  # a throwaway copy: shapes only
+            flat = conv_features(in_channels)(torch.empty(1, in_channels, height, width)).shape[-1]
+        self.features = conv_features(in_channels)
+        self.head = nn.Linear(flat, classes)
+
+    def forward(self, X):
+        return self.head(self.features(X))
+
+
+classifier = ConvClassifier(3, 28, 28, classes=10)
+print(classifier.head, "| any placeholders:", any(is_lazy(p) for p in classifier.parameters()))
+print("output:", tuple(classifier(torch.zeros(2, 3, 28, 28)).shape))
+
+# %% [markdown]
 # ## Summary
 #
 # - `nn.LazyLinear`, `nn.LazyConv2d`, `nn.LazyBatchNorm1d` and friends leave the
@@ -698,5 +788,10 @@ print("moved to float64 first:", double_net[0].weight.dtype)
 #   shared body.
 # - Dry-run by calling `net(x)`: `net.forward(x)` skips `net`'s own hooks, the
 #   ones a lazy layer materializes in.
+# - A lazy layer of your own: `LazyModuleMixin` first among the bases,
+#   `UninitializedParameter()` in `__init__`, `materialize(shape)` in
+#   `initialize_parameters`. Dry-run before `DistributedDataParallel` or
+#   `DataParallel`, which refuse placeholders. Or skip laziness: a pass through
+#   a `meta` copy of the convolutions in `__init__` gives the width up front.
 #
 # Now practise in the exercise notebook `exercises/04_lazy_initialization/04_lazy_initialization.ipynb`.
