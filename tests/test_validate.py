@@ -63,3 +63,24 @@ def test_validate_shows_the_whole_hint_and_no_noise(tmp_path, config):
     assert flat(hint) in flat(said), f"the hint is cut:\n{hint}\n---\n{said[-3000:]}"
     assert not [noise for noise in NOISE if noise in said], said[:3000]
     assert max(len(line) for line in done.stdout.splitlines()) <= NBGRADER_WIDTH
+
+
+def test_a_warning_is_not_a_failure_in_validate_as_at_grading(tmp_path):
+    """An answer that warns passes Validate when its tests pass, as it gets full marks at grading
+    (nbgrader alone counts any stderr output of a test cell as a failure)."""
+    warns = submissions.answer_source(A, "make_stack").replace(
+        "def make_stack(factory, n):\n",
+        "def make_stack(factory, n):\n    import warnings\n\n    warnings.warn('mine')\n",
+        1,
+    )
+    assert "warnings.warn" in warns, "the model answer of make_stack changed its first line"
+    path = tmp_path / f"{A}.ipynb"
+    nbformat.write(submissions.answered(A, {"make_stack": warns}), path)
+    done = subprocess.run(
+        [str(grader_cases.BIN / "nbgrader"), "validate", str(path)],
+        cwd=ROOT,
+        env=grader_cases.cli_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert "Success! Your notebook passes all the tests." in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
