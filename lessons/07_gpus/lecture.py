@@ -727,10 +727,10 @@ else:
 # **`CUDA_VISIBLE_DEVICES`** decides which GPUs a process may see, and
 # renumbers them: started with `CUDA_VISIBLE_DEVICES=2,3`, a process sees the
 # machine's GPUs 2 and 3 as `cuda:0` and `cuda:1`, and with an empty value none
-# at all. CUDA reads it once, when the process first uses it, so set it before
-# the process starts (in the shell, or in the environment of a child process
-# as here), never halfway through a notebook. This is how jobs that share a
-# machine keep off each other's GPUs.
+# at all. It is read once, when the process first asks about CUDA, and a
+# change after that has no effect: set it in the shell that starts the
+# process, or in a child process's environment as here. This is how jobs that
+# share a machine keep off each other's GPUs.
 #
 # On a CUDA machine the cell below starts a Python process that may see only
 # this machine's last GPU, and compares the GPUs' UUIDs (unique per card): the
