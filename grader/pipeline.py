@@ -326,10 +326,18 @@ def _indent_wrapped(self, val: str) -> str:
     return "\n".join(lines)
 
 
+# The course's limit per cell (nbgrader_config.py sets it too), for a validate whose config sets none.
+CELL_TIMEOUT = 60
+
+
 def student_validate(c) -> None:
     """A student's `nbgrader validate` (the CLI and JupyterLab's Validate button): every test's
-    hint whole and no kernel start-up noise. nbgrader's Validator offers no setting for either
-    (it cuts lines at `width`, and its preprocessor list is not configurable), so this changes
-    that class in the processes that load the course's config, and nothing else."""
+    hint whole, no kernel start-up noise, a warning not a failure (StudentValidateExecute) and the
+    course's cell limit where the config sets none (nbgrader's default is 30 s). nbgrader's
+    Validator offers no setting for the first two (it cuts lines at `width`, and its preprocessor
+    list is not configurable), so this changes that class in the processes that load the course's
+    config, and nothing else."""
+    if "timeout" not in c.Execute:
+        c.Execute.timeout = CELL_TIMEOUT
     Validator._indent = _indent_wrapped
     Validator.class_traits()["preprocessors"].default_value = [CheckCellMetadata, ClearOutput, StudentValidateExecute]

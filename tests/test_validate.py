@@ -84,3 +84,20 @@ def test_a_warning_is_not_a_failure_in_validate_as_at_grading(tmp_path):
         text=True,
     )
     assert "Success! Your notebook passes all the tests." in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
+
+
+def test_validate_uses_the_courses_cell_limit_wherever_its_config_loads():
+    """The hub's users' config sets no cell limit: nbgrader's 30 s would stop a cell the grader
+    lets run 60 s. student_validate gives the course's limit where none is set, and keeps one set."""
+    from traitlets.config import Config
+
+    from grader import course, pipeline
+
+    limit = course.load_config(ROOT).Execute.timeout  # the course's own config
+    unset = Config()
+    pipeline.student_validate(unset)
+    assert unset.Execute.timeout == limit, "validate's cell limit is not the course's"
+    chosen = Config()
+    chosen.Execute.timeout = 5
+    pipeline.student_validate(chosen)
+    assert chosen.Execute.timeout == 5, "a limit the config sets was overridden"
