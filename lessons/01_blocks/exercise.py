@@ -122,7 +122,10 @@ assert MySequential(_single)[0] is _single and len(MySequential(_single)) == 1, 
 torch.manual_seed(7)
 _a, _b = nn.Linear(3, 4), nn.Linear(4, 2)
 _Y = torch.randn(5, 3)
-MySequential(_a, nn.Tanh(), _b)(_Y).sum().backward()
+_chained = MySequential(_a, nn.Tanh(), _b)(_Y)
+assert _chained.requires_grad, \
+    "The output of a chain of Linear layers carries no gradient: is forward run under torch.no_grad(), or an output detached?"
+_chained.sum().backward()
 _grads = [None if p.grad is None else p.grad.clone() for p in (_a.weight, _b.weight)]
 _a.zero_grad()
 _b.zero_grad()

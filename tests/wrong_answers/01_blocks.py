@@ -403,3 +403,50 @@ class FixedHiddenMLP(nn.Module):
         while X.abs().sum() > 1:
             X = X / 2
         return X.sum()
+
+# %% wrong id=FixedHiddenMLP -- halves while the absolute sum is at least 1, so a sum of exactly 1 is halved once more
+class FixedHiddenMLP(nn.Module):
+    def __init__(self, in_features=20):
+        super().__init__()
+        self.register_buffer("rand_weight", torch.rand(in_features, in_features))
+        self.linear = nn.Linear(in_features, in_features)
+
+    def forward(self, X):
+        X = self.linear(X)
+        X = F.relu(X @ self.rand_weight + 1)
+        X = self.linear(X)
+        while X.abs().sum() >= 1:
+            X = X / 2
+        return X.sum()
+
+# %% wrong id=MySequential -- runs the children under torch.no_grad(), so no gradient reaches them
+class MySequential(nn.Module):
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            named = modules[0].items()
+        else:
+            named = ((str(i), module) for i, module in enumerate(modules))
+        for name, module in named:
+            self.add_module(name, module)
+
+    def forward(self, X):
+        with torch.no_grad():
+            for module in self._modules.values():
+                X = module(X)
+        return X
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+# %% wrong id=ParallelBlock -- moves both outputs to the CPU before joining them, so a model on a GPU answers on the CPU
+class ParallelBlock(nn.Module):
+    def __init__(self, net1, net2, dim=-1):
+        super().__init__()
+        self.net1, self.net2, self.dim = net1, net2, dim
+
+    def forward(self, X):
+        return torch.cat((self.net1(X).cpu(), self.net2(X).cpu()), dim=self.dim)
