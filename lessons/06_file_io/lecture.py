@@ -31,7 +31,9 @@
 # - atomic writes, so a crash *during* a save cannot destroy the last good file;
 # - saving the architecture together with the parameters (`torch.export`);
 # - in practice: other file formats, the key prefixes that wrappers add, and
-#   loading large checkpoints without a second copy in memory.
+#   loading large checkpoints without a second copy in memory;
+# - what comes next: saved views, optimizer state, checkpoints written by
+#   several processes.
 #
 # Every file here goes into a temporary directory that is deleted at the end.
 

@@ -23,7 +23,8 @@
 # how to pick one that exists, how tensors and models move between devices, what
 # such moves cost, and how to time GPU code correctly. It ends with the tools
 # practitioners reach for next: lower precision, a detector for hidden
-# synchronizations, and copies that overlap with computation.
+# synchronizations, copies that overlap with computation, choosing GPUs,
+# finding errors and running out of memory.
 #
 # The notebook runs unchanged on a CPU-only laptop, on a CUDA machine, on Apple
 # silicon (MPS) and on Colab. Where the answer depends on the hardware, the code
