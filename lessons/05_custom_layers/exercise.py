@@ -28,6 +28,12 @@
 # ordinary tensors and Python values; an object that only pretends to pass the
 # asserts scores nothing there.
 #
+# Every layer must work on whatever device its input is on. The hidden tests
+# stand in for a GPU with PyTorch's `meta` device (tensors with a shape but no
+# data): make any tensor you create on the input's device, and create parameters
+# without naming a device, so that a layer built under `with torch.device(...)`
+# gets them there, as `nn.Linear` does.
+#
 # Use only `torch`, the standard library, `numpy` and `matplotlib`.
 
 # %%

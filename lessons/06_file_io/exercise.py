@@ -351,7 +351,9 @@ _check_gpu_generators(epoch=11, path_type=Path)
 # - if the write fails, whatever file was at `path` before is still there,
 #   unchanged (and if there was none, there is still none);
 # - the error still reaches the caller, who must not believe the save worked;
-# - no temporary file is left behind, after a success or a failure.
+# - no temporary file is left behind, after a success or a failure;
+# - every file (or folder) it opens is closed again, so that saving every epoch
+#   never runs out of file descriptors.
 #
 # `path` may be a string or a `pathlib.Path`.
 #
