@@ -133,8 +133,9 @@ assert abs(_text[1].weight.std().item() - 0.01) < 1e-3, "The nn.Linear after an 
 # - exactly 0 with probability 1/2,
 # - uniform on [-10, -5] with probability 1/4,
 #
-# and returns the same tensor. The change must not be recorded by autograd, so
-# that it also works on a parameter (`nn.Parameter`) that requires gradients.
+# and returns the same tensor (on whatever device it lives). The change must not
+# be recorded by autograd, so that it also works on a parameter (`nn.Parameter`)
+# that requires gradients.
 #
 # Hint: there is a way with one uniform draw and one multiplication.
 
@@ -246,6 +247,16 @@ assert not bool((_d == 1).any()), "A 3-D float64 tensor should be changed in pla
 _q = nn.Parameter(torch.empty(7, 3, dtype=torch.float64))
 assert weird_init_(_q) is _q and _q.grad_fn is None and _q.requires_grad, \
     "A float64 parameter should stay a trainable leaf as well: use torch.no_grad()."
+# A parameter on another device: PyTorch's meta device (shapes, no data) stands in for a GPU.
+_m = nn.Parameter(torch.empty(30, 40, device="meta"))
+try:
+    _r = weird_init_(_m)
+except (RuntimeError, NotImplementedError) as _error:
+    raise AssertionError("weird_init_ failed on a parameter on another device (the meta device stands in for a GPU): "
+                         "change the tensor where it lives and return it, not a copy on the CPU.") from _error
+assert _r is _m and _m.device.type == "meta" and _m.requires_grad and _m.grad_fn is None, \
+    "On another device (the meta device stands in for a GPU) weird_init_ should change the parameter where it " \
+    "lives and return that same parameter, not a copy moved to the CPU."
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -666,6 +666,17 @@ assert len(_net.state_dict()) == _count, "Every parameter should appear in state
 with torch.no_grad():
     for _d, _x in _inputs.items():
         _check_function(_net, _x, 8, 3)
+_net.to("meta")  # widths 1, 7 and 2 seen on the CPU; the meta device (shapes, no data) stands in for a GPU
+try:
+    with torch.no_grad():
+        _y_meta = _net(torch.zeros(6, 7, device="meta"))
+except (RuntimeError, NotImplementedError) as _error:
+    raise AssertionError("A known width failed after net.to('meta') (the meta device stands in for a GPU): keep "
+                         "every layer registered so that .to() moves it, and return the output where it was "
+                         "computed (no .cpu()).") from _error
+assert _y_meta.device.type == "meta" and tuple(_y_meta.shape) == (6, 3), \
+    f"A (6, 7) input to a network moved to the meta device should give a (6, 3) output there, got " \
+    f"{tuple(_y_meta.shape)} on {_y_meta.device.type}: return the output where it was computed."
 _default = MultiWidthNet(out_features=4)
 assert tuple(_default(torch.randn(3, 2)).shape) == (3, 4), \
     "MultiWidthNet(out_features=4) should keep hidden=16 and give 4 columns."
@@ -725,18 +736,34 @@ assert {p.dtype for p in _net64.parameters()} == {torch.float64}, \
     "dtype and device of the network (the shared output layer's weight), not those of the input X."
 # The network's device too. PyTorch's meta device (shapes, no data) stands in for a GPU, so any machine can check
 # it. The call itself may fail there (a lazy layer moved to meta with .to() before its first call stops being lazy,
-# which a GPU does not do): what is graded here is where the new input layer was made.
+# which a GPU does not do): what is graded here is where the layers that the call made live once it is over.
+def _layers_made(call):
+    """Run call() without gradients; the modules that got new parameters while it ran, even if it raised."""
+    made = {}
+
+    def record(module, name, param):
+        made[id(module)] = module
+
+    hook = torch.nn.modules.module.register_module_parameter_registration_hook(record)
+    try:
+        with torch.no_grad():
+            call()
+    except Exception:
+        pass  # a failed call is judged by what it left behind (see above)
+    finally:
+        hook.remove()
+    return list(made.values())
+
 _meta = MultiWidthNet(hidden=8, out_features=3).to("meta")
-try:
-    with torch.no_grad():
-        _meta(torch.zeros(5, 4, device="meta"))
-except Exception:
-    pass
-_where = {p.device.type for p in _meta.parameters()}
+_made = _layers_made(lambda: _meta(torch.zeros(5, 4, device="meta")))
+assert _made, \
+    "A width first seen after net.to('meta') made no input layer: make one for every new width, with the device " \
+    "and dtype read from the network's own weight as it is (a .cpu() copy of a meta tensor fails)."
+_where = {p.device.type for m in _made for p in m.parameters()}
 assert _where == {"meta"}, \
-    f"After net.to('meta') a new width's input layer was made on {sorted(_where - {'meta'})}, not on the meta " \
-    "device where the network lives: make each new input layer on the network's device (the device of the shared " \
-    "output layer's weight), not on the default CPU."
+    f"After net.to('meta') a new width's input layer is on {sorted(_where - {'meta'})}, not on the meta device " \
+    "where the network lives: make each new input layer on the network's device (the device of the shared output " \
+    "layer's weight), not on the default CPU."
 ### BEGIN HIDDEN TESTS
 torch.manual_seed(42)
 _net = MultiWidthNet(hidden=8, out_features=3)
@@ -772,16 +799,12 @@ assert {p.dtype for p in _net.parameters()} == {torch.float64}, \
     "network's dtype and device, not the input's."
 _net.to("meta")  # widths 1, 7, 9, 11 and 2 were seen on the CPU; the meta device stands in for a GPU
 for _x in (torch.zeros(17, 13, device="meta", dtype=torch.float64),  # a new width, data where the network lives
-           torch.randn(19, 6)):  # a new width, CPU data into the network on the meta device
-    try:
-        with torch.no_grad():
-            _net(_x)
-    except Exception:
-        pass  # rejecting data from another device is fine; what matters is where the new layer was made
-assert {(p.device.type, p.dtype) for p in _net.parameters()} == {("meta", torch.float64)}, \
-    "After net.to('meta') a new width's input layer was made off the meta device where the network lives: make " \
-    "each new layer on the network's current device and dtype (the shared output layer's weight), not the input's " \
-    "or the defaults."
+           torch.randn(19, 6)):  # a new width, CPU data into the network on the meta device (it may be rejected)
+    _made = _layers_made(lambda: _net(_x))
+    assert _made and {(p.device.type, p.dtype) for m in _made for p in m.parameters()} == {("meta", torch.float64)}, \
+        f"A new width ({_x.shape[-1]}) after net.to('meta') made no input layer, or made it off the meta device " \
+        "where the network lives: make each new layer on the network's current device and dtype (the shared " \
+        "output layer's weight), not the input's or the defaults."
 ### END HIDDEN TESTS
 
 # %% [markdown]

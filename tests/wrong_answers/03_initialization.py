@@ -262,7 +262,7 @@ def weird_init_(tensor):
 def weird_init_(tensor):
     with torch.no_grad():
         magnitude = torch.empty_like(tensor).uniform_(5, 10)
-        row = torch.arange(tensor.shape[0]).view(-1, *[1] * (tensor.dim() - 1)) % 4
+        row = torch.arange(tensor.shape[0], device=tensor.device).view(-1, *[1] * (tensor.dim() - 1)) % 4
         sign = (row == 0).to(tensor.dtype) - (row == 1).to(tensor.dtype)
         tensor.copy_(magnitude * sign)
     return tensor
@@ -270,7 +270,7 @@ def weird_init_(tensor):
 # %% wrong id=weird_init_ -- gives whole rows one part: a random quarter of the rows positive, another quarter negative
 def weird_init_(tensor):
     with torch.no_grad():
-        part = torch.randperm(tensor.shape[0]) % 4
+        part = torch.randperm(tensor.shape[0], device=tensor.device) % 4
         part = part.view(-1, *[1] * (tensor.dim() - 1))
         sign = (part == 0).to(tensor.dtype) - (part == 1).to(tensor.dtype)
         tensor.uniform_(5, 10).mul_(sign)
