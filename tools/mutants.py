@@ -27,13 +27,14 @@ matplotlib already imported), at most `--jobs` (2) at a time; each child works i
 scratch folder of its own (its cwd and tempfile's folder, removed at the end), its output
 thrown away, with one torch thread, and a CPU-time timer (SIGPROF, so a busy machine does not
 cut a slow run short) raises a BaseException in its main thread at the time limit, past the
-cells' own `except Exception`; a child that does not answer within six times the limit in
-wall-clock time is killed. The reference (every answer cell unparsed) first runs once in
+cells' own `except Exception`; a child that does not answer within 60 s of wall-clock time
+(or six times the limit) is killed. The reference (every answer cell unparsed) first runs once in
 this process, in a scratch folder, so that the children inherit what a first run loads
 (about 1.5 s of torch's lazy imports per lesson 4 run otherwise), and once more as the first
 child; both must pass every graded test.
 
-Sleeps are simulated in the children (only there): `time.sleep` adds its seconds to an
+Sleeps are simulated in the children and in the parent's reference run (only there, and
+undone after it): `time.sleep` adds its seconds to an
 offset instead of waiting, and `time.perf_counter`, `monotonic`, `time` (and their `_ns`
 forms) and `timeit.default_timer` read the real clock plus that offset, so a timing test
 (lesson 7's `timed` sleeps 50 ms per call) sees the seconds it slept, at once, and real
@@ -78,7 +79,7 @@ EQUIVALENTS = FOLDER / "equivalent.txt"
 REPORT = FOLDER / "report.txt"
 TOOLS = (ROOT / "tools" / "mutants.py", ROOT / "tools" / "mutant_operators.py")
 LIMIT = 10.0  # CPU seconds per mutant
-WALL = 6  # times LIMIT in wall-clock seconds before a child that does not answer is killed
+WALL = 60.0  # wall-clock seconds (or six times the limit, if more) before a child that does not answer is killed
 JOBS = 2
 
 
@@ -129,10 +130,13 @@ def read_equivalents(path: Path = EQUIVALENTS) -> dict[tuple[str, str, str], tup
 # -- the children
 
 
-def _simulate_sleep() -> None:
+@contextlib.contextmanager
+def simulated_sleep():
     """time.sleep advances a clock offset instead of waiting; every clock reads real time plus it."""
     offset = [0.0]
-    real = {name: getattr(time, name) for name in ("perf_counter", "monotonic", "time")}
+    names = ("perf_counter", "monotonic", "time")
+    saved = {name: getattr(time, name) for name in (*names, *(f"{n}_ns" for n in names), "sleep")}
+    saved_timer = timeit.default_timer
 
     def sleep(seconds: float) -> None:
         if seconds < 0:
@@ -146,10 +150,16 @@ def _simulate_sleep() -> None:
         return lambda: int((read() + offset[0]) * 1e9)
 
     time.sleep = sleep
-    for name, read in real.items():
-        setattr(time, name, clock(read))
-        setattr(time, f"{name}_ns", clock_ns(read))
+    for name in names:
+        setattr(time, name, clock(saved[name]))
+        setattr(time, f"{name}_ns", clock_ns(saved[name]))
     timeit.default_timer = time.perf_counter
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(time, name, value)
+        timeit.default_timer = saved_timer
 
 
 def _alarm(signum, frame) -> None:
@@ -164,19 +174,19 @@ def _child(conn, cells: list[dict], replace: dict[str, str], limit: float, scrat
     os.dup2(quiet, 1)  # the cells' prints and warnings
     os.dup2(quiet, 2)
     torch.set_num_threads(1)
-    _simulate_sleep()
     signal.signal(signal.SIGPROF, _alarm)
-    signal.setitimer(signal.ITIMER_PROF, limit)
-    try:
-        outcome = cells_module.run(cells, replace)
-        failed = [f"{test} failed: {error!r}" for test, error in outcome.items() if error is not None]
-        result = failed[0] if failed else None
-    except MutantTimeout:
-        result = f"time-out after {limit:g} s"
-    except BaseException as error:  # noqa: B036 -- SystemExit from a mutant is a failure like any other
-        result = f"the run stopped: {error!r}"
-    finally:
-        signal.setitimer(signal.ITIMER_PROF, 0)
+    with simulated_sleep():
+        signal.setitimer(signal.ITIMER_PROF, limit)
+        try:
+            outcome = cells_module.run(cells, replace)
+            failed = [f"{test} failed: {error!r}" for test, error in outcome.items() if error is not None]
+            result = failed[0] if failed else None
+        except MutantTimeout:
+            result = f"time-out after {limit:g} CPU-s"
+        except BaseException as error:  # noqa: B036 -- SystemExit from a mutant is a failure like any other
+            result = f"the run stopped: {error!r}"
+        finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)
     conn.send(None if result is None else result[:300])
     conn.close()
 
@@ -188,6 +198,7 @@ def run_all(jobs: list[tuple[object, list[dict], dict[str, str]]], workers: int 
     pending = list(reversed(jobs))
     running: dict = {}  # sentinel -> (key, process, connection, started)
     scratch_root = tempfile.mkdtemp(prefix="mutants-")
+    wall = max(WALL, 6 * limit)
     try:
         while pending or running:
             while pending and len(running) < max(workers, 1):
@@ -201,11 +212,11 @@ def run_all(jobs: list[tuple[object, list[dict], dict[str, str]]], workers: int 
             ready = multiprocessing.connection.wait(list(running), timeout=1.0)
             for sentinel in list(running):
                 key, process, reader, started = running[sentinel]
-                if sentinel not in ready and time.monotonic() - started < WALL * limit:
+                if sentinel not in ready and time.monotonic() - started < wall:
                     continue
                 if sentinel not in ready:
                     process.kill()
-                    results[key] = f"time-out: killed after {WALL * limit:g} s"
+                    results[key] = f"time-out: killed after {wall:g} s of wall-clock time"
                 elif reader.poll():
                     results[key] = reader.recv()
                 else:
@@ -227,7 +238,11 @@ def warm_up(cells: list[dict], replace: dict[str, str]) -> str | None:
     with tempfile.TemporaryDirectory(prefix="mutants-") as scratch:
         os.chdir(scratch)
         try:
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            with (
+                simulated_sleep(),
+                contextlib.redirect_stdout(io.StringIO()),
+                contextlib.redirect_stderr(io.StringIO()),
+            ):
                 outcome = cells_module.run(cells, replace)
         finally:
             os.chdir(cwd)
