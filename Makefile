@@ -11,7 +11,7 @@ PORT ?= 8888
 HUB_PORT ?= 8000
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup system-packages lab hub hub-member hub-rerelease lesson readme-table test test-fast lint exercises notebooks check-env grade feedback report bench release backup restore clean clean-grading
+.PHONY: setup system-packages lab hub hub-member hub-rerelease lesson readme-table test test-fast lint exercises notebooks check-env grade feedback report bench mutants release backup restore clean clean-grading
 
 setup: $(STAMP)
 
@@ -125,6 +125,11 @@ feedback: setup
 
 report: setup
 	$(PY) -m grader report $(A)
+
+# Mutation testing of every reference answer (tools/mutants.py): one line per item, and
+# tests/mutants/report.txt, which tests/test_mutants.py checks is current and shows no survivor.
+mutants: setup
+	$(PY) -m tools.mutants --write-report
 
 # Speed of plain nbgrader against our grader, side by side (not a test).
 bench: setup
