@@ -264,6 +264,7 @@ class GuardedExecute(Execute):
             reply = self._runner_request(cell_index, {"op": "check"}, timeout=30)
             if reply is not None:
                 self._flag(cell_index, reply["flags"])
+            self._note_error(cell, cell_index)
             return result
         # A test cell: run by the runner, scored from its record only.
         source = trusted.python_source(cell.source)
@@ -311,6 +312,21 @@ class GuardedExecute(Execute):
         return cell
 
     execute_cell = run_sync(async_execute_cell)
+
+    def _note_error(self, cell, index) -> None:
+        """An error in a cell of the student's own (an answer that raises after a correct def, say)
+        scores nothing by itself: the notes name it, so that the tests it breaks have a cause."""
+        if trusted.is_trusted_cell(cell) or trusted.is_test_cell(cell) or index in self._timed_out:
+            return
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                message = str(output.get("evalue", "")).strip().split("\n")[0][:80]
+                note = f"{self._name(index)}: raised {output.get('ename', 'an error')}" + (
+                    f": {message}" if message else ""
+                )
+                if note not in self._problems:
+                    self._problems.append(note)
+                return
 
     def _judge(self, index, judge: judges.Judge, reply: dict, timeout: int) -> dict:
         """The test passed in the kernel; now the judge decides from data (judges.py)."""

@@ -391,6 +391,21 @@ print("SPAWNED")
             _notebook("visible_error.ipynb", _visible_error),
         ),
         Case(
+            "raises_after_def.ipynb",
+            "raises_after_def",
+            "scoring",
+            FULL,  # the function was defined before the error: its tests pass
+            "graded",
+            "make_stack: raised ValueError: a stray line",  # but the error is named
+            _notebook(
+                "raises_after_def.ipynb",
+                lambda: submissions.answered(
+                    A,
+                    {"make_stack": submissions.answer_source(A, "make_stack") + "\nraise ValueError('a stray line')\n"},
+                ),
+            ),
+        ),
+        Case(
             "calls_exit.ipynb",
             "calls_exit",
             "kernel_death",

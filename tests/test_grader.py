@@ -181,3 +181,17 @@ def test_report_draws_the_class(graded):
     assert out.exists() and out.stat().st_size > 10_000
     assert "test_MySequential" in text and "graded submissions" in text
     assert out.with_suffix(".txt").read_text().startswith(f"{A}: ")
+
+
+def test_after_a_time_out_later_cells_get_the_shorter_limit():
+    """A loop in one answer that several tests call costs the cell limit once: once a cell of the
+    notebook timed out, each later cell gets limit_after_timeout (never more than the cell limit)."""
+    from grader.execute import GuardedExecute
+
+    execute = GuardedExecute(timeout=60, limit_after_timeout=10)
+    execute._deadline, execute._timed_out = None, set()
+    assert execute._cell_timeout(None) == 60
+    execute._timed_out = {12}
+    assert execute._cell_timeout(None) == 10
+    execute.timeout = 5
+    assert execute._cell_timeout(None) == 5
