@@ -207,7 +207,8 @@ assert len(list(_repeated.parameters())) == 2, "A module passed twice still has 
 #
 # Write `ParallelBlock(net1, net2, dim=-1)`. Its `forward(X)` runs both networks
 # on the same input `X` and concatenates their outputs along `dim`. Both
-# networks' parameters belong to the block.
+# networks' parameters belong to the block, and the block leaves them (and the
+# output) on the device they are on.
 
 # %% answer grade_id="ParallelBlock"
 class ParallelBlock(nn.Module):
@@ -273,7 +274,8 @@ assert _n1.weight.device.type == "meta" and _n2.weight.device.type == "meta", \
 # ## 3. A stack of fresh copies
 #
 # Write `make_stack(factory, n)`: it returns an `nn.Sequential` of `n` modules,
-# each made by its **own** call `factory()`. No two layers may share parameters.
+# each made by its **own** call `factory()` and kept as that call returned it. No
+# two layers may share parameters.
 
 # %% answer grade_id="make_stack"
 def make_stack(factory, n):
@@ -334,7 +336,8 @@ assert _stack is not None and all(m is e for m, e in zip(_stack, _made)) and all
 # linear layer again; then, while the sum of absolute values is greater than 1,
 # halve it; return the sum of all entries (a scalar). Both uses of the linear
 # layer are part of the computation that `backward()` differentiates, and after
-# `net.to(torch.float64)` the net runs on float64 inputs.
+# `net.to(torch.float64)` the net runs on float64 inputs. Built inside
+# `with torch.device(...)`, the net is made on that device.
 
 # %% answer grade_id="FixedHiddenMLP"
 class FixedHiddenMLP(nn.Module):

@@ -148,7 +148,8 @@ assert param_shapes(_Scaled()) == {"scale": (), "table": (2, 3, 4)}, \
 # `'block 1'`, `'block 2'` and `'block 3'` (with the space), and each of them is a
 # new `nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4), nn.ReLU())`.
 # The four blocks must not share parameters, and each starts from its own
-# random weights, as four separately built blocks do.
+# random weights, as four separately built blocks do. Name no device: inside
+# `with torch.device(...)` the whole net is made on that device.
 
 # %% answer grade_id="make_rgnet"
 def make_rgnet():
@@ -215,7 +216,8 @@ assert _net is not None and all(p.device.type == "meta" for p in _net.parameters
 # ```
 #
 # where `shared` is one `nn.Linear(width, width)`: indices 2 and 4 hold **the same
-# module object**, so they share weight and bias.
+# module object**, so they share weight and bias. As in `make_rgnet`, name no
+# device.
 
 # %% answer grade_id="make_tied_mlp"
 def make_tied_mlp(width=8):
