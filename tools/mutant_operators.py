@@ -246,16 +246,27 @@ def _assigned(cell: Cell) -> Iterator[ast.expr]:
             yield value
 
 
+def _add_call(method: str) -> Change:
+    def change(node: ast.AST) -> ast.AST:
+        return _method(node, method)  # type: ignore[arg-type]
+
+    return change
+
+
 def op_detach(cell: Cell) -> Iterator[Site]:
     for value in _assigned(cell):
         for method in ("detach", "cpu"):
-            yield f"{method}@{_where(value)}", cell.index[id(value)], lambda node, m=method: _method(node, m)
+            yield f"{method}@{_where(value)}", cell.index[id(value)], _add_call(method)
+
+
+def _first_argument(node: ast.AST) -> ast.AST:
+    return node.args[0]  # type: ignore[attr-defined]
 
 
 def op_parameter(cell: Cell) -> Iterator[Site]:
     for call in cell.expressions(ast.Call):
         if _name(call.func) == "Parameter" and call.args:  # type: ignore[attr-defined]
-            yield f"parameter@{_where(call)}", cell.index[id(call)], lambda node: node.args[0]
+            yield f"parameter@{_where(call)}", cell.index[id(call)], _first_argument
 
 
 def op_buffer(cell: Cell) -> Iterator[Site]:
@@ -307,6 +318,13 @@ def _literal(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) or (isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant))
 
 
+def _drop_bound(part: str) -> Change:
+    def change(node: ast.AST) -> None:
+        setattr(node.slice, part, None)  # type: ignore[attr-defined]
+
+    return change
+
+
 def op_index(cell: Cell) -> Iterator[Site]:
     for sub in cell.expressions(ast.Subscript):
         where, index = _where(sub), cell.index[id(sub)]
@@ -315,7 +333,7 @@ def op_index(cell: Cell) -> Iterator[Site]:
             for part in ("lower", "upper", "step"):
                 if getattr(bounds, part) is None:
                     continue
-                yield f"index@{where}:drop-{part}", index, lambda node, p=part: setattr(node.slice, p, None)
+                yield f"index@{where}:drop-{part}", index, _drop_bound(part)
                 if part != "step" and not _literal(getattr(bounds, part)):
                     for sign, op in (("+", ast.Add()), ("-", ast.Sub())):
 
@@ -379,6 +397,10 @@ def op_compare(cell: Cell) -> Iterator[Site]:
                 yield f"compare@{_where(node)}:{prefix}{SYMBOL[type(op)]}to{SYMBOL[new]}", cell.index[id(node)], change
 
 
+def _operand(node: ast.AST) -> ast.AST:
+    return node.operand  # type: ignore[attr-defined]
+
+
 def op_boolop(cell: Cell) -> Iterator[Site]:
     for node in cell.expressions(ast.BoolOp):
         new = ast.Or if isinstance(node.op, ast.And) else ast.And  # type: ignore[attr-defined]
@@ -389,7 +411,7 @@ def op_boolop(cell: Cell) -> Iterator[Site]:
         yield f"boolop@{_where(node)}:{'or' if new is ast.Or else 'and'}", cell.index[id(node)], change
     for node in cell.expressions(ast.UnaryOp):
         if isinstance(node.op, ast.Not):  # type: ignore[attr-defined]
-            yield f"not@{_where(node)}", cell.index[id(node)], lambda node: node.operand
+            yield f"not@{_where(node)}", cell.index[id(node)], _operand
 
 
 BINOP = {
