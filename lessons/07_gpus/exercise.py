@@ -335,7 +335,8 @@ assert len(_devices(try_all_gpus())) >= 1, "On this machine the list should not 
 # A batch from a data loader is often a nest of containers: a tuple of tensors,
 # a dict with tensors and metadata, a namedtuple. Write `to_device(obj, device)`:
 # it returns a copy of `obj` in which every tensor, however deeply nested in
-# lists, tuples and dicts, has been moved with `.to(device)`. Every container
+# lists, tuples and dicts, has been moved with `.to(device)` (so a tensor that
+# requires grad still does, as `.to` keeps it in the autograd graph). Every container
 # comes back as the same type it was: a list stays a list, a tuple a tuple, a
 # namedtuple that same namedtuple (so `batch.x` still works), a dict a dict with
 # the same keys, an `OrderedDict` an `OrderedDict`. Everything that is not a
@@ -368,6 +369,9 @@ def _check_moved(out, given, device, where="the batch"):
         assert isinstance(out, torch.Tensor) and type(out.device) is torch.device and out.device == device, \
             f"{where} should come back as a tensor on {device}: call .to(device) on every tensor you reach."
         assert out.shape == given.shape and out.dtype == given.dtype, f"{where} changed its shape or dtype: only its device should change."
+        assert out.requires_grad == given.requires_grad, \
+            f"{where} lost requires_grad on the way: move it with .to(device), which keeps it in the autograd graph " \
+            "(no .detach(), no torch.no_grad())."
         if device.type != "meta":
             assert torch.equal(out.cpu(), given.cpu()), f"{where} changed its values: only its device should change."
     elif isinstance(given, (list, tuple, dict)):
@@ -418,6 +422,10 @@ _Pair = namedtuple("_Pair", "first second")
 _moved_to(OrderedDict([("pairs", [_Pair(torch.ones(3), {"y": torch.zeros(1)}), _Pair(1, "x")]), ("n", 2)]), _meta,
           "pairs_batch")
 _moved_to(_Pair((), []), _meta, "empty_pair")
+_weight = torch.ones(3, requires_grad=True)  # .to(device) keeps a tensor that requires grad in the graph
+_moved_to(_weight, _meta, "weight")
+_moved_to({"w": _weight, "named": _Pair(_weight, [_weight, (_weight,)]), "ordered": OrderedDict(w=_weight)}, _meta,
+          "trainable_batch")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -476,18 +484,18 @@ def _timed_with_log(device, repeats, machine, cost=0.05):
     see _MACHINES) where each call of fn takes exactly `cost` seconds of the simulated clock; return
     (result, log): the log lists "fn", "clock" (a read of a clock) and the device of each synchronize."""
     answer = timed  # looked up before anything is patched: without a timed, nothing is left patched
-    log, now = [], [1000.0]
+    log, now, test_thread = [], [1000.0], threading.get_ident()
 
     def simulated(clock, nanoseconds):
         def read():
-            if threading.current_thread() is not threading.main_thread():
-                return clock()  # the kernel's own threads keep the real clock
+            if threading.get_ident() != test_thread:
+                return clock()  # the kernel's other threads keep the real clock
             log.append("clock")
             return int(now[0] * 1e9) if nanoseconds else now[0]
         return read
 
     def fn():
-        log.append("fn")
+        log.append("fn" if torch.is_grad_enabled() else "fn without gradients")
         now[0] += cost
 
     saved_clocks = {name: getattr(time, name) for name in _CLOCKS}
@@ -530,6 +538,9 @@ def _check_timed(device, repeats, machine, cost=0.05):
     device idle at every read of the clock."""
     result, log = _timed_with_log(device, repeats, machine, cost)
     repeats = 10 if repeats is None else repeats
+    assert "fn without gradients" not in log, \
+        "timed called fn with gradients switched off (torch.no_grad()): fn may be a training step that calls " \
+        "backward, so call it just as it is."
     calls = log.count("fn")
     assert calls >= repeats, f"fn should be called `repeats` ({repeats}) times, it was called {calls} times."
     assert isinstance(result, numbers.Real) and not isinstance(result, bool), \

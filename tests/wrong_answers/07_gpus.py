@@ -122,6 +122,18 @@ def to_device(obj, device):
         return type(obj)(to_device(v, device) for v in obj)
     return obj
 
+# %% wrong id=to_device -- detaches every tensor before moving it, so a tensor that requires grad leaves the graph
+def to_device(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().to(device)
+    if isinstance(obj, dict):
+        return type(obj)((k, to_device(v, device)) for k, v in obj.items())
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*[to_device(v, device) for v in obj])
+    if isinstance(obj, (list, tuple)):
+        return type(obj)([to_device(v, device) for v in obj])
+    return obj
+
 # %% wrong id=to_device -- turns tuples into lists
 def to_device(obj, device):
     if isinstance(obj, torch.Tensor):
@@ -317,6 +329,18 @@ def timed(fn, device, repeats=10):
         fn()
     sync()
     return (time.perf_counter() - warm) / (repeats + 1)
+
+# %% wrong id=timed -- decorated with @torch.no_grad() "to save autograd's bookkeeping", so a training step that calls backward fails
+@torch.no_grad()
+def timed(fn, device, repeats=10):
+    if device.type != "cpu":
+        torch.accelerator.synchronize(device)
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    if device.type != "cpu":
+        torch.accelerator.synchronize(device)
+    return (time.perf_counter() - t0) / repeats
 
 # %% wrong id=log_norms -- never seeds, so two calls differ
 def log_norms(n, size, device, on_device=True):
