@@ -273,6 +273,17 @@ assert _wide[0].weight.shape == (2, 11), "Extra leading dimensions in example_in
 _lone_lazy = apply_init(nn.LazyLinear(4), torch.zeros(3, 6), _ones_init)
 assert _lone_lazy.weight.shape == (4, 6) and bool((_lone_lazy.weight == 1).all()), \
     "A single lazy layer as the network should be materialized by net(x) and then initialized by init_fn."
+# A network on another device: PyTorch's meta device (shapes, no data) stands in for a GPU.
+_meta = nn.Sequential(nn.LazyLinear(3, device="meta"), nn.ReLU(), nn.LazyLinear(2, device="meta"))
+try:
+    _out = apply_init(_meta, torch.zeros(2, 4, device="meta"))
+except (RuntimeError, NotImplementedError) as _error:
+    raise AssertionError("apply_init failed on a network on another device (the meta device stands in for a GPU): "
+                         "run the dry run where the network is and return the network itself, not a copy moved to "
+                         "the CPU.") from _error
+assert _out is _meta and {p.device.type for p in _meta.parameters()} == {"meta"} and _meta[2].weight.shape == (2, 3), \
+    "A network on another device (meta stands in for a GPU) should be materialized there and returned itself, not " \
+    "moved to the CPU."
 ### END HIDDEN TESTS
 
 # %% tests grade_id="test_apply_init_modes" points=1
@@ -738,21 +749,27 @@ assert {p.dtype for p in _net64.parameters()} == {torch.float64}, \
 # it. The call itself may fail there (a lazy layer moved to meta with .to() before its first call stops being lazy,
 # which a GPU does not do): what is graded here is where the layers that the call made live once it is over.
 def _layers_made(call):
-    """Run call() without gradients; the modules that got new parameters while it ran, even if it raised."""
-    made = {}
+    """Run call() without gradients; the modules that got new parameters while it ran and were called in it
+    (the new input layers), even if the call raised."""
+    made, called = {}, set()
 
     def record(module, name, param):
         made[id(module)] = module
 
-    hook = torch.nn.modules.module.register_module_parameter_registration_hook(record)
+    def enter(module, args):
+        called.add(id(module))
+
+    hooks = [torch.nn.modules.module.register_module_parameter_registration_hook(record),
+             torch.nn.modules.module.register_module_forward_pre_hook(enter)]
     try:
         with torch.no_grad():
             call()
     except Exception:
         pass  # a failed call is judged by what it left behind (see above)
     finally:
-        hook.remove()
-    return list(made.values())
+        for hook in hooks:
+            hook.remove()
+    return [m for key, m in made.items() if key in called]
 
 _meta = MultiWidthNet(hidden=8, out_features=3).to("meta")
 _made = _layers_made(lambda: _meta(torch.zeros(5, 4, device="meta")))
@@ -805,6 +822,19 @@ for _x in (torch.zeros(17, 13, device="meta", dtype=torch.float64),  # a new wid
         f"A new width ({_x.shape[-1]}) after net.to('meta') made no input layer, or made it off the meta device " \
         "where the network lives: make each new layer on the network's current device and dtype (the shared " \
         "output layer's weight), not the input's or the defaults."
+try:
+    with torch.device("meta"):  # built on the meta device from the start
+        _built = MultiWidthNet(hidden=4, out_features=2)
+except (RuntimeError, NotImplementedError) as _error:
+    raise AssertionError("Building the network inside `with torch.device('meta'):` failed: make the layers with the "
+                         "defaults, without moving them to the CPU.") from _error
+assert {p.device.type for p in _built.parameters()} == {"meta"}, \
+    "A network built inside `with torch.device('meta'):` should live there: make the layers with the defaults, " \
+    "without moving them to the CPU."
+_made = _layers_made(lambda: _built(torch.zeros(3, 5, device="meta")))
+assert _made and {p.device.type for m in _made for p in m.parameters()} == {"meta"}, \
+    "A network built on the meta device made a new width's input layer elsewhere (or none): make each new layer " \
+    "on the network's device (the shared output layer's weight)."
 ### END HIDDEN TESTS
 
 # %% [markdown]
