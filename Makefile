@@ -106,7 +106,7 @@ lesson: setup
 	$(PY) -m tools.rules $(LESSON)
 	$(PY) -m pytest -p no:nbval -o addopts="-p no:cacheprovider" -q tests/test_exercises.py -k $(LESSON)
 	$(PY) -m tools.mutants $(LESSON)
-	$(PY) -m pytest -o addopts="-p no:cacheprovider -n 2 --dist loadfile" -q course/$(LESSON).ipynb solutions/$(LESSON)
+	$(PY) -m pytest -o addopts="-p no:cacheprovider -n 2 --dist loadscope --nbval --nbval-kernel-name course-grader --nbval-sanitize-with tests/sanitize.cfg" -q course/$(LESSON).ipynb solutions/$(LESSON)
 
 # README's lesson table only (a new lesson's row), without building or running any notebook.
 readme-table: setup
