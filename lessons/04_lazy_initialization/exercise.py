@@ -748,9 +748,9 @@ assert {p.dtype for p in _net64.parameters()} == {torch.float64}, \
 # The network's device too. PyTorch's meta device (shapes, no data) stands in for a GPU, so any machine can check
 # it. The call itself may fail there (a lazy layer moved to meta with .to() before its first call stops being lazy,
 # which a GPU does not do): what is graded here is where the layers that the call made live once it is over.
-def _layers_made(call):
-    """Run call() without gradients; the modules that got new parameters while it ran and were called in it
-    (the new input layers), even if the call raised."""
+def _layers_made(net, call):
+    """Run call() without gradients; the modules that got new parameters while it ran and were called in it or
+    kept in `net` (the new input layers), even if the call raised."""
     made, called = {}, set()
 
     def record(module, name, param):
@@ -769,10 +769,11 @@ def _layers_made(call):
     finally:
         for hook in hooks:
             hook.remove()
-    return [m for key, m in made.items() if key in called]
+    kept = {id(m) for m in net.modules()}
+    return [m for key, m in made.items() if key in called or key in kept]
 
 _meta = MultiWidthNet(hidden=8, out_features=3).to("meta")
-_made = _layers_made(lambda: _meta(torch.zeros(5, 4, device="meta")))
+_made = _layers_made(_meta, lambda: _meta(torch.zeros(5, 4, device="meta")))
 assert _made, \
     "A width first seen after net.to('meta') made no input layer: make one for every new width, with the device " \
     "and dtype read from the network's own weight as it is (a .cpu() copy of a meta tensor fails)."
@@ -817,7 +818,7 @@ assert {p.dtype for p in _net.parameters()} == {torch.float64}, \
 _net.to("meta")  # widths 1, 7, 9, 11 and 2 were seen on the CPU; the meta device stands in for a GPU
 for _x in (torch.zeros(17, 13, device="meta", dtype=torch.float64),  # a new width, data where the network lives
            torch.randn(19, 6)):  # a new width, CPU data into the network on the meta device (it may be rejected)
-    _made = _layers_made(lambda: _net(_x))
+    _made = _layers_made(_net, lambda: _net(_x))
     assert _made and {(p.device.type, p.dtype) for m in _made for p in m.parameters()} == {("meta", torch.float64)}, \
         f"A new width ({_x.shape[-1]}) after net.to('meta') made no input layer, or made it off the meta device " \
         "where the network lives: make each new layer on the network's current device and dtype (the shared " \
@@ -831,7 +832,7 @@ except (RuntimeError, NotImplementedError) as _error:
 assert {p.device.type for p in _built.parameters()} == {"meta"}, \
     "A network built inside `with torch.device('meta'):` should live there: make the layers with the defaults, " \
     "without moving them to the CPU."
-_made = _layers_made(lambda: _built(torch.zeros(3, 5, device="meta")))
+_made = _layers_made(_built, lambda: _built(torch.zeros(3, 5, device="meta")))
 assert _made and {p.device.type for m in _made for p in m.parameters()} == {"meta"}, \
     "A network built on the meta device made a new width's input layer elsewhere (or none): make each new layer " \
     "on the network's device (the shared output layer's weight)."
