@@ -441,6 +441,16 @@ with torch.no_grad():
 _out = _edge(torch.tensor([[5.0, -3.0]])).item()
 assert _out == 1.0, \
     f"When the absolute sum is exactly 1 the loop should stop (halve only while it is greater than 1), got {_out} instead of 1.0."
+
+class _Elsewhere(torch.Tensor):
+    """A CPU tensor playing one on a GPU (the meta device has no values for the loop to test): what
+    is computed from it is one too, and .cpu() gives back a plain CPU tensor, as a move off a GPU does."""
+    def cpu(self, *args, **kwargs):
+        return super().cpu(*args, **kwargs).as_subclass(torch.Tensor)
+
+_away = _big(torch.rand(4, 30).mul(100).as_subclass(_Elsewhere))
+assert type(_away) is _Elsewhere, \
+    "For an input on a GPU the output should stay on the GPU: does forward move a result to the CPU (.cpu())?"
 ### END HIDDEN TESTS
 
 # %% tests grade_id="test_FixedHiddenMLP_buffer" points=1
