@@ -33,7 +33,10 @@ SOURCE_METADATA = ("kernelspec", *COLAB_GPU)
 ROLES = {"answer", "tests", "manual"}
 # Cell metadata a source may set, besides the role title; jupytext adds
 # `lines_to_next_cell` for its own round trip.
-CELL_KEYS = {"grade_id", "points", "tags"}
+CELL_KEYS = {"grade_id", "points", "tags", "jupyter"}
+# `jupyter={"source_hidden": true}` folds a cell's code in JupyterLab (a long set-up cell the
+# student runs but need not read); no other `jupyter` key is allowed.
+HIDDEN_SOURCE = {"source_hidden": True}
 JUPYTEXT_CELL_KEYS = {"lines_to_next_cell", "title"}
 MARKER = re.compile(r"^# %%")
 
@@ -99,6 +102,8 @@ def parse_source(text: str, origin: str = "<source>") -> Source:
             raise SourceError(f"{where}: unknown cell role {role!r} (roles: {', '.join(sorted(ROLES))})")
         for key in JUPYTEXT_CELL_KEYS:
             meta.pop(key, None)
+        if "jupyter" in meta and meta["jupyter"] != HIDDEN_SOURCE:
+            raise SourceError(f'{where}: the only cell metadata jupyter= allowed is jupyter={{"source_hidden": true}}')
         unknown = set(meta) - CELL_KEYS
         if unknown:
             raise SourceError(
@@ -178,6 +183,8 @@ def build_notebook(source: Source, badge_path: str, graded: bool, gpu: bool = Fa
         new = maker(cell.source, id=cell_id)
         if cell.tags:
             new.metadata["tags"] = cell.tags
+        if cell.metadata.get("jupyter"):
+            new.metadata["jupyter"] = dict(HIDDEN_SOURCE)
         if graded:
             new.metadata["nbgrader"] = nbgrader_metadata(cell.role, cell_id, cell.points)
         nb.cells.append(new)

@@ -47,9 +47,10 @@ _ = torch.manual_seed(0)  # the same random examples on every run
 #
 # The next cell defines the machinery the test cells use: `_simulated(...)`
 # pretends the machine has CUDA GPUs or MPS, and `_host_reads(fn)` counts how
-# often values travel from a simulated device back to the host (item 5).
+# often values travel from a simulated device back to the host (item 5). In
+# JupyterLab its code is folded: run it, and click its left edge to unfold it.
 
-# %%
+# %% jupyter={"source_hidden": true}
 # Test machinery, not part of any answer. `_simulated(cuda=N, mps=...)` swaps PyTorch's device
 # functions for stand-ins and puts the real ones back; each synchronize only notes which device it
 # waited for. `_host_reads(fn)` runs fn(device) on a simulated device, `cpu:0`, which computes like
