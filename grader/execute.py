@@ -272,7 +272,7 @@ class GuardedExecute(Execute):
         timeout = self._cell_timeout(cell)
         message = {
             "op": "run",
-            "source": source,
+            "source": trusted.mark_hidden_start(source),
             "imports": self._imports,
             "timeout": timeout,
         }

@@ -224,6 +224,32 @@ def hidden_start(source: str) -> int:
     return next((n for n, line in enumerate(lines, 1) if HIDDEN_BEGIN in line), len(lines) + 1)
 
 
+# Written to the test's stdout and stderr where its hidden tests begin (mark_hidden_start): what
+# came before is the visible part's, shown in the feedback; what came after stays hidden. The first
+# mark is the grader's (student code can only print one later, or earlier, which shows less).
+HIDDEN_MARK = "\x00grader: hidden tests begin\x00"
+
+
+def mark_hidden_start(source: str) -> str:
+    """`source` with its BEGIN HIDDEN TESTS line (a comment, at the start of a line) replaced by a
+    statement writing HIDDEN_MARK to both streams: same lines, so error lines keep their numbers."""
+    lines = source.split("\n")
+    for n, line in enumerate(lines):
+        if line.startswith(HIDDEN_BEGIN):
+            # getattr: a stream the student's code set to None is left alone, not an error of the test.
+            write = "; ".join(
+                f"getattr(__import__('sys').{s}, 'write', len)({HIDDEN_MARK!r})" for s in ("stdout", "stderr")
+            )
+            return "\n".join([*lines[:n], write, *lines[n + 1 :]])
+    return source
+
+
+def split_at_hidden(text: str) -> tuple[str, str]:
+    """(what the visible part printed, what the hidden part printed); all hidden without the mark."""
+    before, mark, after = text.partition(HIDDEN_MARK)
+    return (before, after) if mark else ("", text)
+
+
 def scrub(text: str, secrets_: list[str]) -> str:
     for line in secrets_:
         text = text.replace(line, "[hidden test]")
@@ -233,14 +259,15 @@ def scrub(text: str, secrets_: list[str]) -> str:
 def test_outputs(reply: dict, hidden: bool, secret_lines: list[str]) -> list[NotebookNode]:
     """The outputs nbgrader scores for one test cell, from the runner's record."""
     outputs = []
-    if not hidden and reply.get("stdout"):
-        outputs.append(NotebookNode(output_type="stream", name="stdout", text=reply["stdout"]))
-    if reply.get("stderr"):
-        text = (
-            "Warnings or errors printed while the hidden tests ran (not scored; hidden).\n"
-            if hidden
-            else "Printed to stderr while this test ran (warnings are shown, never scored):\n" + reply["stderr"]
-        )
+    stdout, _ = split_at_hidden(reply.get("stdout", "")) if hidden else (reply.get("stdout", ""), "")
+    stderr, hidden_stderr = split_at_hidden(reply.get("stderr", "")) if hidden else (reply.get("stderr", ""), "")
+    if stdout:
+        outputs.append(NotebookNode(output_type="stream", name="stdout", text=stdout))
+    if stderr:
+        text = "Printed to stderr while this test ran (warnings are shown, never scored):\n" + stderr
+        outputs.append(NotebookNode(output_type="stream", name="stdout", text=text))
+    if hidden_stderr:
+        text = "Warnings or errors printed while the hidden tests ran (not scored; hidden).\n"
         outputs.append(NotebookNode(output_type="stream", name="stdout", text=text))
     if reply.get("passed"):
         return outputs

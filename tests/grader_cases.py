@@ -40,6 +40,8 @@ KINDS = {
 COSTLY = {"time_limit"}
 # A message of one of the exercise's hidden tests: feedback must never show it.
 HIDDEN_MESSAGE = "A single module passed positionally should be the only child."
+# What the warns case's make_stack warns: the visible part of its test shows it in the feedback.
+WARNING = "make_stack warns here, and still works"
 # Variables planted in the grader's environment; student code must never see them.
 PLANTED = {"GRADER_TEST_TOKEN": "planted-token-6f1d", "PGPASSWORD": "planted-password-93ab"}
 
@@ -389,6 +391,17 @@ print("SPAWNED")
             "graded",
             "failed: test_ParallelBlock (RuntimeError: ",  # the CSV names the error
             _notebook("visible_error.ipynb", _visible_error),
+        ),
+        Case(
+            "warns.ipynb",
+            "warns",
+            "scoring",
+            FULL,  # a warning is not a failure
+            "graded",
+            "",
+            _notebook(
+                "warns.ipynb", lambda: _answer_prefix(f"    import warnings\n\n    warnings.warn({WARNING!r})\n")
+            ),
         ),
         Case(
             "raises_after_def.ipynb",

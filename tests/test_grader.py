@@ -173,6 +173,9 @@ def test_feedback_shows_an_error_of_the_visible_part_with_its_message(graded):
     assert message in page, f"torch's message {message!r} is not on the page"
     assert grader_cases.HIDDEN_MESSAGE not in page and "BEGIN HIDDEN TESTS" not in page
     assert message in graded["rows"]["visible_error"].detail
+    # A warning the visible part printed shows too; the hidden part's output never does.
+    warns = next(p for p in pages if p.parts[-3] == "warns").read_text(encoding="utf-8")
+    assert grader_cases.WARNING in warns, "the visible part's warning is not on the page"
 
 
 def test_report_draws_the_class(graded):
