@@ -60,13 +60,14 @@ def pytest_unconfigure(config):
         shared.stop()
 
 
-# The two longest units (a whole class on a hub in a browser; the LTI hub's tests): handed out
-# first, so that the short units fill the end of the run instead of one worker finishing them alone.
-LONGEST = ("tests/test_hub.py", "tests/test_lti.py")
-# Units that mostly wait (lesson 7's test_timed sleeps about 14 s over its answer runs; the
-# time-limit cases wait out their limits): next, beside the busy first units, where a worker
-# that waits costs nothing, instead of at the end, where it left a core idle.
-WAITING = ("tests/test_exercises.py::TestAnswers_07_gpus", "tests/test_nbgrader_path_limits.py")
+# The longest units (a whole class on a hub in a browser; the LTI hub's tests; every right answer
+# graded on two paths): handed out first, so that the short units fill the end of the run instead
+# of one worker finishing them alone.
+LONGEST = ("tests/test_hub.py", "tests/test_lti.py", "tests/test_right_answers.py")
+# Units that mostly wait (the time-limit cases wait out their limits): next, beside the busy
+# first units, where a worker that waits costs nothing, instead of at the end, where it left a
+# core idle.
+WAITING = ("tests/test_nbgrader_path_limits.py",)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -145,6 +146,18 @@ def double(x):
 def double(x):
     return x * x
 """
+DEMO_RIGHT = """# %% right id=double -- adds x to itself
+def double(x):
+    return x + x
+
+# %% right id=double -- shifts an int left, multiplies anything else
+def double(x):
+    return x << 1 if isinstance(x, int) else 2 * x
+
+# %% right id=double -- sums a list of two
+def double(x):
+    return sum([x, x])
+"""
 DEMO_README = "# Demo course\n\n" + notebooks.TABLE_START + "\n" + notebooks.TABLE_END + "\n"
 
 
@@ -159,9 +172,13 @@ def demo_lesson(tmp_path, monkeypatch):
     wrong = tmp_path / "tests" / "wrong_answers"
     wrong.mkdir(parents=True)
     (wrong / "99_demo.py").write_text(DEMO_WRONG)
+    right = tmp_path / "tests" / "right_answers"
+    right.mkdir(parents=True)
+    (right / "99_demo.py").write_text(DEMO_RIGHT)
     (tmp_path / "README.md").write_text(DEMO_README)
     monkeypatch.setattr(notebooks, "ROOT", tmp_path)
     monkeypatch.setattr(source, "ROOT", tmp_path)
     monkeypatch.setattr(cells, "ROOT", tmp_path)
     monkeypatch.setattr(cells, "WRONG_ANSWERS", wrong)
+    monkeypatch.setattr(cells, "RIGHT_ANSWERS", right)
     return lesson

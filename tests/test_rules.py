@@ -106,8 +106,16 @@ CLAUSE_CELL = (
 
 
 def test_a_further_clause_gets_its_own_tests_cell_and_points(demo_lesson):
-    """Partial credit: test_double_sign after test_double is valid; a second test_double is not."""
+    """Partial credit: test_double_sign after test_double is valid, once a wrong answer fails it;
+    a second test_double is not."""
     _break(demo_lesson / "exercise.py", "### END HIDDEN TESTS\n", "### END HIDDEN TESTS\n\n" + CLAUSE_CELL)
+    with pytest.raises(rules.RuleError, match="no wrong answer fails test_double_sign"):
+        rules.check()
+    fixtures = demo_lesson.parent.parent / "tests" / "wrong_answers" / "99_demo.py"
+    fixtures.write_text(
+        fixtures.read_text() + "\n# %% wrong id=double fails=test_double_sign -- drops the sign\n"
+        "def double(x):\n    return 2 * abs(x)\n"
+    )
     rules.check()
     _break(demo_lesson / "exercise.py", 'grade_id="test_double_sign"', 'grade_id="test_double"')
     with pytest.raises(rules.RuleError, match="only one"):
@@ -121,4 +129,21 @@ def test_every_answer_needs_two_wrong_answers(demo_lesson):
         rules.check()
     fixtures.write_text("# %% wrong id=triple -- no such answer\nx = 1\n")
     with pytest.raises(rules.RuleError, match=r"99_demo.py:1: wrong answer for 'triple'"):
+        rules.check()
+
+
+def test_a_fixture_names_only_tests_cells_that_exist(demo_lesson):
+    fixtures = demo_lesson.parent.parent / "tests" / "wrong_answers" / "99_demo.py"
+    fixtures.write_text(fixtures.read_text().replace("-- squares", "fails=test_square -- squares"))
+    with pytest.raises(rules.RuleError, match="fails=test_square: 99_demo has no tests cell of that name"):
+        rules.check()
+
+
+def test_every_answer_needs_three_right_answers(demo_lesson):
+    fixtures = demo_lesson.parent.parent / "tests" / "right_answers" / "99_demo.py"
+    fixtures.write_text(fixtures.read_text().split("# %% right id=double -- sums")[0])
+    with pytest.raises(rules.RuleError, match="double needs at least three right answers"):
+        rules.check()
+    fixtures.write_text("# %% right id=triple -- no such answer\nx = 1\n")
+    with pytest.raises(rules.RuleError, match=r"99_demo.py:1: right answer for 'triple'"):
         rules.check()

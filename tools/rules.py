@@ -22,7 +22,9 @@ The rules, one function each (see RULES at the bottom):
 - an exercise imports only torch, numpy, matplotlib and the standard library
   (it must run on Colab as downloaded);
 - every answer has at least two wrong-answer fixtures in
-  tests/wrong_answers/<id>.py, and every fixture names an existing answer.
+  tests/wrong_answers/<id>.py, every fixture names an existing answer and
+  existing tests cells, and every tests cell is failed by some fixture;
+- every answer has at least three right answers in tests/right_answers/<id>.py.
 """
 
 from __future__ import annotations
@@ -201,6 +203,32 @@ def check_wrong_answers(lesson: str, exercise: Source) -> None:
     for answer in answers:
         if sum(w.answer_id == answer for w in fixtures) < 2:
             fail(where, 1, f"{answer} needs at least two realistic wrong answers (students' real mistakes)")
+    tests = [c.grade_id for c in exercise.cells if c.role == "tests"]
+    for wrong in fixtures:
+        for test_id in wrong.fails:
+            if test_id not in tests:
+                fail(where, wrong.line, f"fails={test_id}: {lesson} has no tests cell of that name")
+    caught = {test_id for wrong in fixtures for test_id in wrong.fails}
+    for test_id in tests:
+        if test_id not in caught:
+            fail(where, 1, f"no wrong answer fails {test_id}: add one with fails={test_id} (points follow clauses)")
+
+
+def check_right_answers(lesson: str, exercise: Source) -> None:
+    answers = [c.grade_id for c in exercise.cells if c.role == "answer"]
+    fixtures = cells.read_right_answers(lesson)
+    where = notebooks.display(cells.RIGHT_ANSWERS / f"{lesson}.py")
+    for right in fixtures:
+        if right.answer_id not in answers:
+            fail(where, right.line, f"right answer for {right.answer_id!r}, which is not an answer of {lesson}")
+    for answer in answers:
+        if sum(r.answer_id == answer for r in fixtures) < 3:
+            fail(
+                where,
+                1,
+                f"{answer} needs at least three right answers written another way "
+                "(# %% right id=... -- how it differs): another API, a numpy scalar, a dict subclass, ...",
+            )
 
 
 def check_lesson(lesson: str) -> None:
@@ -215,6 +243,7 @@ def check_lesson(lesson: str) -> None:
         check_ids_and_tags(source)
     check_imports(exercise)
     check_wrong_answers(lesson, exercise)
+    check_right_answers(lesson, exercise)
 
 
 def check(ids: list[str] | None = None) -> None:
