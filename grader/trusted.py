@@ -225,8 +225,9 @@ def hidden_start(source: str) -> int:
 
 
 # Written to the test's stdout and stderr where its hidden tests begin (mark_hidden_start): what
-# came before is the visible part's, shown in the feedback; what came after stays hidden. The first
-# mark is the grader's (student code can only print one later, or earlier, which shows less).
+# came before is the visible part's (its warnings are shown in the feedback); what came after stays
+# hidden. The first mark is the grader's (student code can only print one later, or earlier,
+# which shows less).
 HIDDEN_MARK = "\x00grader: hidden tests begin\x00"
 
 
@@ -259,7 +260,8 @@ def scrub(text: str, secrets_: list[str]) -> str:
 def test_outputs(reply: dict, hidden: bool, secret_lines: list[str]) -> list[NotebookNode]:
     """The outputs nbgrader scores for one test cell, from the runner's record."""
     outputs = []
-    stdout, _ = split_at_hidden(reply.get("stdout", "")) if hidden else (reply.get("stdout", ""), "")
+    # A test cell with hidden tests shows no prints (tests/test_cheats.py), only the visible part's warnings.
+    stdout = "" if hidden else reply.get("stdout", "")
     stderr, hidden_stderr = split_at_hidden(reply.get("stderr", "")) if hidden else (reply.get("stderr", ""), "")
     if stdout:
         outputs.append(NotebookNode(output_type="stream", name="stdout", text=stdout))
