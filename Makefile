@@ -27,6 +27,11 @@ $(STAMP): requirements.txt pyproject.toml tools/lab_page_config.json
 	# its extensions come prebuilt from pip, and each page load's check cost 0.4 s of the server's
 	# CPU (a yarn process included) to find nothing to build.
 	install -D -m 644 tools/lab_page_config.json $(VENV)/etc/jupyter/labconfig/page_config.json
+	# nbgrader reads <env>/etc/jupyter from any folder: a student's `nbgrader validate` anywhere
+	# follows the course's rules (whole hints, a warning is no failure, the course's cell limit).
+	printf '%s\n' '# Written by make setup (Makefile): validate follows the course everywhere.' \
+		'from grader.pipeline import student_validate' 'student_validate(get_config())' \
+		> $(VENV)/etc/jupyter/nbgrader_config.py
 	touch $(STAMP)
 
 lab: setup

@@ -37,8 +37,10 @@ def long_hint() -> tuple[nbformat.NotebookNode, str]:
     raise AssertionError(f"no wrong answer of {A} fails a visible test with a hint over {NBGRADER_WIDTH} characters")
 
 
-@pytest.mark.parametrize("config", ["course", "hub"])
+@pytest.mark.parametrize("config", ["course", "hub", "anywhere"])
 def test_validate_shows_the_whole_hint_and_no_noise(tmp_path, config):
+    """From the course folder, on the hub, and from any folder with the course's environment
+    (make setup installs its validate settings into the environment's Jupyter config)."""
     notebook, hint = long_hint()
     home = tmp_path / "student"
     home.mkdir()
@@ -52,6 +54,8 @@ def test_validate_shows_the_whole_hint_and_no_noise(tmp_path, config):
             COURSE_EXCHANGE=str(tmp_path / "exchange"),
             PYTHONPATH=os.pathsep.join([str(ROOT / "hub"), str(ROOT)]),
         )
+        cwd = home
+    elif config == "anywhere":  # .venv/bin/nbgrader validate run outside the course folder
         cwd = home
     else:  # JupyterLab's Validate button and the CLI, from the course folder
         cwd = ROOT
