@@ -122,6 +122,24 @@ def test_each_operator_makes_the_mutant_it_should(mutant_id, old, new):
     assert made[mutant_id] == expected, f"{mutant_id} changed something other than {old!r} into {new!r}."
 
 
+LAYER_CELL = """\
+def init(m):
+    ### BEGIN SOLUTION
+    if isinstance(m, nn.Linear):
+        nn.init.zeros_(m.bias)
+    ### END SOLUTION
+"""
+
+
+@pytest.mark.parametrize(
+    ("mutant_id", "old", "new"),
+    [("part@4:23:weight", "m.bias", "m.weight"), ("module_type@3:7", "nn.Linear", "nn.Module")],
+)
+def test_the_layer_operators_pick_the_wrong_part_and_every_module(mutant_id, old, new):
+    made = {m.id: m.source for m in make_mutants(LAYER_CELL)}
+    assert made.get(mutant_id) == ast.unparse(ast.parse(LAYER_CELL.replace(old, new))), sorted(made)
+
+
 def test_only_the_code_between_the_markers_is_mutated_and_every_mutant_is_new_and_compiles():
     made = make_mutants(CELL)
     student_lines = {5, 6} | set(range(11, 15))

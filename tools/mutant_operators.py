@@ -437,6 +437,36 @@ def op_binop(cell: Cell) -> Iterator[Site]:
             yield f"binop@{_where(node)}:{SYMBOL[old]}to{SYMBOL[new]}", cell.index[id(node)], change
 
 
+# -- PyTorch: the wrong part of a layer, the wrong kind of module
+
+LAYER_PARTS = {"weight": "bias", "bias": "weight"}
+
+
+def op_layer_part(cell: Cell) -> Iterator[Site]:
+    """`m.weight` read or written as `m.bias` and the other way round."""
+    for node in cell.expressions(ast.Attribute):
+        other = LAYER_PARTS.get(node.attr)  # type: ignore[attr-defined]
+        if other:
+
+            def change(node: ast.AST, other: str = other) -> None:
+                node.attr = other  # type: ignore[attr-defined]
+
+            yield f"part@{_where(node)}:{other}", cell.index[id(node)], change
+
+
+def op_module_type(cell: Cell) -> Iterator[Site]:
+    """`isinstance(m, nn.Linear)` widened to `isinstance(m, nn.Module)` (every module selected)."""
+    for call in cell.expressions(ast.Call):
+        args = call.args  # type: ignore[attr-defined]
+        if _name(call.func) == "isinstance" and len(args) == 2 and _name(args[1]) != "Module":  # type: ignore[attr-defined]
+
+            def change(node: ast.AST) -> None:
+                module = ast.Attribute(value=ast.Name(id="nn", ctx=ast.Load()), attr="Module", ctx=ast.Load())
+                node.args[1] = module  # type: ignore[attr-defined]
+
+            yield f"module_type@{_where(call)}", cell.index[id(call)], change
+
+
 OPERATORS = [
     op_delete,
     op_swap,
@@ -451,6 +481,8 @@ OPERATORS = [
     op_compare,
     op_boolop,
     op_binop,
+    op_layer_part,
+    op_module_type,
 ]
 
 
