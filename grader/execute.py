@@ -51,10 +51,11 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Float, Int, List, Unicode, default
 
-from . import judges, processes, trusted
+from . import processes, trusted
 from . import sandbox as sandbox_tool
 from .sandbox import SandboxedKernelManager
 from .template import grader_kernel_name
+from .test_path import TrustedTestPath
 from .uids import SCRATCH_PREFIX
 
 # A plain os.fork() in a cell copies the whole kernel, sockets included: the
@@ -95,7 +96,7 @@ FAILURE_MARK = "not graded: "
 FAILURES: dict[tuple[str | None, str | None], str] = {}
 
 
-class GuardedExecute(Execute):
+class GuardedExecute(TrustedTestPath, Execute):
     notebook_timeout = Float(600, help="seconds the whole notebook may run").tag(config=True)
     interrupt_grace = Float(5, help="seconds a kernel has to stop after an interrupt").tag(config=True)
     max_output_bytes = Int(1_000_000, help="output kept per cell, in bytes").tag(config=True)
@@ -133,14 +134,10 @@ class GuardedExecute(Execute):
 
     _deadline = None
     _current = None
-    _death = None
-    _runner: trusted.RunnerChannel | None = None
     _scratch = ""
-    _imports: dict = {}
     _cells_started = False
     _dead: set = set()  # cells that stopped a kernel: never run again
     _resume = -1  # on a fresh kernel, cells up to here ran before: only answers and set-up run again
-    _timed_out: set = set()  # cells that ran past their limit
 
     # nbconvert re-runs NotebookClient.__init__ inside preprocess(), resetting
     # attributes set here: these must be trait defaults.
@@ -234,121 +231,6 @@ class GuardedExecute(Execute):
             time.sleep(0.02)
             reason = self._exit_reason()
         return reason
-
-    def _flag(self, index, flags) -> None:
-        for flag in flags:
-            note = f"{self._name(index)}: {flag}"
-            if note not in self._flags:
-                self._flags.append(note)
-
-    def _runner_request(self, index, message: dict, timeout: float, late: str = "") -> dict | None:
-        """One request to the runner; None when the notebook broke the channel (flagged)."""
-        try:
-            return self._runner.request(message, timeout, self._kernel_gone)
-        except trusted.ChannelBroken as exc:
-            self._flag(index, [str(exc)])
-            return None
-        except TimeoutError:
-            raise DeadKernelError(late or f"the kernel did not answer within {timeout:.0f} s") from None
-        except EOFError as exc:
-            self._death = str(exc)
-            raise DeadKernelError("Kernel died") from None
-
-    async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):
-        if cell.cell_type == "code" and cell.source.strip():
-            self._cells_started = True
-        if cell.cell_type != "code" or not cell.source.strip() or self._runner is None:
-            return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
-        if not trusted.is_test_cell(cell) or trusted.deletes_globals(cell.source):
-            result = await super().async_execute_cell(cell, cell_index, execution_count, store_history)
-            reply = self._runner_request(cell_index, {"op": "check"}, timeout=30)
-            if reply is not None:
-                self._flag(cell_index, reply["flags"])
-            self._note_error(cell, cell_index)
-            return result
-        # A test cell: run by the runner, scored from its record only.
-        source = trusted.python_source(cell.source)
-        hidden = trusted.HIDDEN_BEGIN in cell.source
-        timeout = self._cell_timeout(cell)
-        message = {
-            "op": "run",
-            "source": trusted.mark_hidden_start(source),
-            "imports": self._imports,
-            "timeout": timeout,
-        }
-        # The runner stops a test at `timeout`; one that will not stop costs its kernel after the grace.
-        try:
-            reply = self._runner_request(
-                cell_index,
-                message,
-                timeout=timeout + self.interrupt_grace,
-                late=f"a cell ran past {timeout} s and ignored the interrupt",
-            )
-        except DeadKernelError as exc:
-            if "ignored the interrupt" in str(exc):
-                self._timed_out.add(cell_index)
-            raise
-        if reply is not None and reply.get("timed_out"):
-            self._timed_out.add(cell_index)
-            self._problems.append(f"{self._name(cell_index)}: timed out after {timeout} s and was interrupted")
-        if reply is not None and reply.get("truncated"):
-            self._problems.append(f"{self._name(cell_index)}: output truncated")
-        if reply is None:
-            reply = {
-                "passed": False,
-                "ename": "GraderFlag",
-                "by_test": True,
-                "message": "not run: the notebook broke the grader's channel to its tests",
-            }
-        self._flag(cell_index, reply.get("flags", []))
-        judge = judges.named_in(cell.source)
-        if judge is not None and reply.get("passed"):
-            reply = self._judge(cell_index, judge, reply, timeout)
-        # An error raised in the visible part (its line comes before the hidden tests) is the student's
-        # to see, with what that part printed: nothing of the hidden part ran.
-        shown = hidden and not reply.get("passed") and 0 < (reply.get("line") or 0) < trusted.hidden_start(source)
-        cell.outputs = trusted.test_outputs(reply, hidden and not shown, trusted.hidden_lines(cell.source))
-        self.code_cells_executed += 1
-        return cell
-
-    execute_cell = run_sync(async_execute_cell)
-
-    def _note_error(self, cell, index) -> None:
-        """An error in a cell of the student's own (an answer that raises after a correct def, say)
-        scores nothing by itself: the notes name it, so that the tests it breaks have a cause."""
-        if trusted.is_trusted_cell(cell) or trusted.is_test_cell(cell) or index in self._timed_out:
-            return
-        for output in cell.get("outputs", []):
-            if output.get("output_type") == "error":
-                message = str(output.get("evalue", "")).strip().split("\n")[0][:80]
-                note = f"{self._name(index)}: raised {output.get('ename', 'an error')}" + (
-                    f": {message}" if message else ""
-                )
-                if note not in self._problems:
-                    self._problems.append(note)
-                return
-
-    def _judge(self, index, judge: judges.Judge, reply: dict, timeout: int) -> dict:
-        """The test passed in the kernel; now the judge decides from data (judges.py)."""
-        message = {"op": "collect", "source": judge.collect, "imports": self._imports, "timeout": timeout}
-        collected = self._runner_request(
-            index, message, timeout=timeout + self.interrupt_grace, late=f"a cell ran past {timeout} s"
-        )
-        if collected is None:
-            return dict(reply, passed=False, ename="GraderFlag", message="not judged: the notebook broke the channel")
-        self._flag(index, collected.get("flags", []))
-        if collected.get("tampered_during"):
-            return dict(collected, passed=False)
-        if not collected.get("passed"):
-            what = "ran past its time" if collected.get("timed_out") else f"raised {collected.get('ename')}"
-            verdict = (
-                f"checked outside your kernel: your code {what} while the grader collected {judge.answer}'s results"
-            )
-        else:  # a rejection fails the cell, with what was expected; it accuses no one (judges.py)
-            verdict = judges.verdict(judge, collected.get("data"))
-        if verdict is None:
-            return reply
-        return dict(reply, passed=False, ename="CheckedOutsideTheKernel", message=verdict, by_test=True)
 
     # -- running --------------------------------------------------------------
     async def _async_check_alive(self) -> None:

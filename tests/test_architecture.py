@@ -30,7 +30,17 @@ LAYERS = {
         "runner_torch",
         "trusted",
     },  # fork server, sandbox, launch
-    "engine": {"collect", "restore", "history", "execute", "judges", "course", "settings", "parallel"},  # run these notebooks
+    "engine": {
+        "collect",
+        "restore",
+        "history",
+        "execute",
+        "test_path",
+        "judges",
+        "course",
+        "settings",
+        "parallel",
+    },  # run these notebooks
     "adapters": {
         "pipeline",
         "feedback",

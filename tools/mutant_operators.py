@@ -25,20 +25,13 @@ column) of the changed node in the answer cell:
   (< by <= and >=, == by !=, is by is not, in by not in, ...; detail: `<old>to<new>`, such
   as `<to<=` or `is_nottois`, prefixed by its position in a chain like `a < b < c`).
 - `boolop`: `and` and `or` swapped; `not`: `not x` turned into `x`.
+- `part`: a layer's `.weight` read or written as `.bias` and back; `module_type`:
+  `isinstance(m, nn.Linear)` widened to `nn.Module`.
 - `binop`: + - * / // @ ** % replaced (+ by - and *, * by / and +, / by * and //, @ by *,
   ...), in expressions and augmented assignments (detail: `<old>to<new>`, such as `+to-`).
 
 Mutants that unparse to the reference's own text, that repeat an earlier mutant's text or
-that do not compile are left out.
-
-Why not cosmic-ray (8.7.0): its operators can mutate a string in memory
-(`cosmic_ray.mutating.mutate_code(code, operator, occurrence)`), but they work on parso's
-tree, not `ast`, so the PyTorch operators (written on `ast`) would need a second tree
-model, and ids by position could not be shared; its constants change by +-1 only (not 0,
-2x or ""), its operators come as stevedore plug-ins of the installed distribution, and it
-pulls aiohttp, gitpython, sqlalchemy, rich and nine more packages into a course
-environment whose every version is pinned. The generic operators here are a few dozen
-lines of `ast` each.
+that do not compile are left out. Why not cosmic-ray's operators: tools/mutants.py.
 """
 
 from __future__ import annotations
@@ -437,34 +430,28 @@ def op_binop(cell: Cell) -> Iterator[Site]:
             yield f"binop@{_where(node)}:{SYMBOL[old]}to{SYMBOL[new]}", cell.index[id(node)], change
 
 
-# -- PyTorch: the wrong part of a layer, the wrong kind of module
+LAYER_PARTS = {"weight": "bias", "bias": "weight"}  # the wrong part of a layer
 
-LAYER_PARTS = {"weight": "bias", "bias": "weight"}
+
+def _setter(field: str, value: object) -> Change:
+    def change(node: ast.AST) -> None:
+        setattr(node, field, value)
+
+    return change
 
 
 def op_layer_part(cell: Cell) -> Iterator[Site]:
-    """`m.weight` read or written as `m.bias` and the other way round."""
+    """`m.weight` read or written as `m.bias` and back; `isinstance(m, nn.Linear)` widened to
+    `isinstance(m, nn.Module)` (every module selected)."""
     for node in cell.expressions(ast.Attribute):
-        other = LAYER_PARTS.get(node.attr)  # type: ignore[attr-defined]
-        if other:
-
-            def change(node: ast.AST, other: str = other) -> None:
-                node.attr = other  # type: ignore[attr-defined]
-
-            yield f"part@{_where(node)}:{other}", cell.index[id(node)], change
-
-
-def op_module_type(cell: Cell) -> Iterator[Site]:
-    """`isinstance(m, nn.Linear)` widened to `isinstance(m, nn.Module)` (every module selected)."""
+        if node.attr in LAYER_PARTS:  # type: ignore[attr-defined]
+            other = LAYER_PARTS[node.attr]  # type: ignore[attr-defined]
+            yield f"part@{_where(node)}:{other}", cell.index[id(node)], _setter("attr", other)
+    module = ast.Attribute(value=ast.Name(id="nn", ctx=ast.Load()), attr="Module", ctx=ast.Load())
     for call in cell.expressions(ast.Call):
         args = call.args  # type: ignore[attr-defined]
         if _name(call.func) == "isinstance" and len(args) == 2 and _name(args[1]) != "Module":  # type: ignore[attr-defined]
-
-            def change(node: ast.AST) -> None:
-                module = ast.Attribute(value=ast.Name(id="nn", ctx=ast.Load()), attr="Module", ctx=ast.Load())
-                node.args[1] = module  # type: ignore[attr-defined]
-
-            yield f"module_type@{_where(call)}", cell.index[id(call)], change
+            yield f"module_type@{_where(call)}", cell.index[id(call)], _setter("args", [args[0], module])
 
 
 OPERATORS = [
@@ -482,7 +469,6 @@ OPERATORS = [
     op_boolop,
     op_binop,
     op_layer_part,
-    op_module_type,
 ]
 
 

@@ -45,6 +45,15 @@ lines above, each survivor's id, and sha256 fingerprints of each lesson's code c
 the solutions notebook holds them: the answer and test cells and the cells they rely on)
 and of the tools (tools/mutants*.py and the equivalents file). tests/test_mutants.py
 fails when they no longer match: a test or reference cell changed since the report.
+
+Why not cosmic-ray (8.7.0): its operators can mutate a string in memory
+(`cosmic_ray.mutating.mutate_code(code, operator, occurrence)`), but they work on parso's
+tree, not `ast`, so the PyTorch operators (written on `ast`) would need a second tree
+model, and ids by position could not be shared; its constants change by +-1 only (not 0,
+2x or ""), its operators come as stevedore plug-ins of the installed distribution, and it
+pulls aiohttp, gitpython, sqlalchemy, rich and nine more packages into a course
+environment whose every version is pinned. The generic operators here are a few dozen
+lines of `ast` each.
 """
 
 from __future__ import annotations
