@@ -245,8 +245,10 @@ class GuardedExecute(TrustedTestPath, Execute):
             return cell, self.resources
         if index <= self._resume:
             # A fresh kernel after a crash: the answer and set-up cells before it run again, their
-            # first outputs kept; tests already scored and cells that timed out are not run again.
-            if trusted.is_test_cell(cell) or index in self._timed_out:
+            # first outputs kept; tests already scored, cells that timed out and cells the student
+            # added (no nbgrader metadata: a memory hog or a process killer would strike again,
+            # differently on each launch path) are not run again.
+            if trusted.is_test_cell(cell) or index in self._timed_out or not cell.metadata.get("nbgrader"):
                 return cell, self.resources
             kept = copy.deepcopy(cell.outputs), cell.get("execution_count")
             try:

@@ -384,7 +384,8 @@ class Liar:
 
 LIARS = [
     # forward returns no tensor at all: an object that answers every torch function with True
-    # and every method with itself, after filling both branches' gradients for a test that looks
+    # and every method with itself, on a device equal to any, after filling both branches'
+    # gradients for a test that looks
     Liar(
         "liar_tensor_like_output",
         "01_blocks",
@@ -392,7 +393,9 @@ LIARS = [
         "test_ParallelBlock",
         "import torch\nfrom torch import nn\n"
         "class _Shape(tuple):\n    def __eq__(self, other):\n        return True\n    __hash__ = tuple.__hash__\n"
-        "class _Yes:\n    shape = _Shape()\n    @classmethod\n"
+        "class _AnyDevice:\n    def __eq__(self, other):\n        return True\n    __hash__ = object.__hash__\n"
+        "    def __getattr__(self, name):\n        return self\n"
+        "class _Yes:\n    shape = _Shape()\n    device = _AnyDevice()\n    @classmethod\n"
         "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n        return True\n"
         "    def __getattr__(self, name):\n        return lambda *args, **kwargs: self\n"
         "class ParallelBlock(nn.Module):\n    def __init__(self, net1, net2, dim=-1):\n"

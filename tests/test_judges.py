@@ -76,7 +76,7 @@ RIGHT = [
 WRONG = [
     w
     for w in (w for lesson in course.assignment_ids() for w in cells.read_wrong_answers(lesson))
-    if set(w.fails) & set(JUDGED)
+    if set(w.fails) & set(JUDGED) and w.seen_on != "device"
 ]
 
 
@@ -89,8 +89,10 @@ def test_a_judge_accepts_every_right_answer_of_its_item(right):
 @pytest.mark.unit
 @pytest.mark.parametrize("wrong", WRONG, ids=str)
 def test_a_judge_rejects_every_wrong_answer_of_its_item_by_itself(wrong):
+    """Some judge of the cells it fails rejects it (a mistake seen only off the CPU excepted:
+    the in-kernel tests catch it on the meta device, and a judge computes on the CPU)."""
     judged = [t for t in wrong.fails if t in JUDGED]
-    assert judge_in_process(judged[0], {wrong.answer_id: wrong.code}) is not None
+    assert any(judge_in_process(t, {wrong.answer_id: wrong.code}) is not None for t in judged)
 
 
 @pytest.mark.unit

@@ -11,6 +11,8 @@ Wrong answers live in `tests/wrong_answers/<id>.py`, one cell per wrong answer:
 
 `fails` defaults to `test_<ANSWER_ID>`: that graded test cell must fail and every
 other one must still pass, so the wrong answer costs exactly its item's points.
+`seen_on=device` marks a mistake that shows only off the CPU (an output moved to the CPU):
+the tests catch it on the meta device, and a judge, which computes on the CPU, cannot.
 
 Correct answers written differently from the model solution (another name, a
 default argument, another formula) live in `tests/right_answers/<id>.py`, as
@@ -42,6 +44,7 @@ class WrongAnswer:
     why: str
     code: str
     line: int = 0  # where the fixture starts in its file
+    seen_on: str = ""  # `seen_on=device`: the mistake shows only off the CPU (the tests probe on meta)
 
     def __str__(self) -> str:
         return f"{self.lesson}:{self.answer_id}: {self.why}"
@@ -124,6 +127,7 @@ def _read_answers(path: Path, lesson: str, kind: str) -> list[WrongAnswer]:
                     match.group("why"),
                     "",
                     number,
+                    opts.get("seen_on", ""),
                 )
             )
         elif answers:

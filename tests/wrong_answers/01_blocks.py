@@ -442,7 +442,7 @@ class MySequential(nn.Module):
     def __len__(self):
         return len(self._modules)
 
-# %% wrong id=ParallelBlock -- moves both outputs to the CPU before joining them, so a model on a GPU answers on the CPU
+# %% wrong id=ParallelBlock seen_on=device -- moves both outputs to the CPU before joining them, so a model on a GPU answers on the CPU
 class ParallelBlock(nn.Module):
     def __init__(self, net1, net2, dim=-1):
         super().__init__()

@@ -164,7 +164,7 @@ class FourierHalf(nn.Module):
         n = X.shape[-1]
         return torch.from_numpy(np.fft.fft(X.detach().cpu().numpy()))[..., : (n + 1) // 2]
 
-# %% wrong id=MyLinear -- moves its output to the CPU "to be safe", whatever device the input is on
+# %% wrong id=MyLinear seen_on=device -- moves its output to the CPU "to be safe", whatever device the input is on
 class MyLinear(nn.Module):
     def __init__(self, in_units, units):
         super().__init__()
