@@ -41,10 +41,7 @@ def remember_release(root: Path, assignment: str, notebook: str, released: nbfor
     folder = _releases(root, assignment)
     path = folder / f"{notebook}-{digest(text)[:16]}.ipynb"
     if not path.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.partial")
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, path)  # workers grading side by side never see half a file
+        _write(path, text)
 
 
 def earlier_releases(root: Path, assignment: str, notebook: str) -> list[nbformat.NotebookNode]:
@@ -70,8 +67,12 @@ def written_answers(root: Path, assignment: str, student: str) -> dict[str, str]
 
 
 def remember_written_answers(root: Path, assignment: str, student: str, answers: dict[str, str]) -> None:
-    path = _written(root, assignment, student)
+    _write(_written(root, assignment, student), json.dumps(answers, indent=1, sort_keys=True))
+
+
+def _write(path: Path, text: str) -> None:
+    """Whole or not at all: workers grading side by side never read half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.partial")
-    partial.write_text(json.dumps(answers, indent=1, sort_keys=True), encoding="utf-8")
+    partial.write_text(text, encoding="utf-8")
     os.replace(partial, path)

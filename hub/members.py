@@ -50,10 +50,7 @@ def add(name: str, role: str, password: str, state: Path, roster: Path) -> None:
         serve.fail(f"{name!r} is not a valid account name (lowercase letters, digits and '-', starting with a letter)")
     if role not in ("student", "ta", "instructor"):
         serve.fail(f"role {role!r}: a member added later is a student, ta or instructor")
-    class_file = state / "hub" / "class.json"
-    if not class_file.exists():
-        serve.fail(f"no running class in {state} (no {class_file}): start it with make hub first")
-    settings = json.loads(class_file.read_text(encoding="utf-8"))
+    settings = serve.running_class(state)
     if settings.get("lti"):
         serve.fail("this hub signs people in from the LMS: add them to the course there")
     serve.account(serve.Member(name, role, password), state)

@@ -14,11 +14,9 @@ students who fetch from now on get the fixed exercise; those who fetched before 
 
 from __future__ import annotations
 
-import json
 import os
 import pwd
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -32,10 +30,7 @@ course.generate(course.api(course.load_config(sys.argv[1])), sys.argv[2])
 
 
 def rerelease(assignment: str, state: Path) -> None:
-    class_file = state / "hub" / "class.json"
-    if not class_file.exists():
-        serve.fail(f"no running class in {state} (no {class_file}): start it with make hub first")
-    settings = json.loads(class_file.read_text(encoding="utf-8"))
+    settings = serve.running_class(state)
     source = serve.ROOT / "solutions" / assignment
     if not (source / f"{assignment}.ipynb").exists():
         serve.fail(f"no source notebook solutions/{assignment}/{assignment}.ipynb in this checkout")
@@ -46,20 +41,12 @@ def rerelease(assignment: str, state: Path) -> None:
     shutil.copytree(source, target)
     for path in [target, *target.rglob("*")]:
         os.chown(path, grader.pw_uid, grader.pw_gid)
-    as_grader = ["setpriv", f"--reuid={grader.pw_uid}", f"--regid={grader.pw_gid}", "--init-groups"]
-    env = dict(
-        os.environ,
-        HOME=grader.pw_dir,
-        USER=grader.pw_name,
-        PYTHONPATH=str(serve.ROOT),
-        PATH=f"{serve.VENV_BIN}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
-    )
     steps = [
         [sys.executable, "-c", GENERATE, str(folder), assignment],
         [str(serve.VENV_BIN / "nbgrader"), "release_assignment", assignment, "--force"],
     ]
     for step in steps:
-        done = subprocess.run(as_grader + step, cwd=folder, env=env, capture_output=True, text=True)
+        done = serve.as_grader(grader, step, folder)
         if done.returncode != 0:
             serve.fail(f"{' '.join(step[-3:])} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
     print(f"{assignment} released again: students who fetch now get the fixed exercise")

@@ -377,9 +377,8 @@ def course_folder(
     return folder
 
 
-def register(folder: Path, grader: pwd.struct_passwd, assignments: list[str], students: list[str]) -> None:
-    """Put the assignments and students in the grader's gradebook (as the grader account)."""
-    # nbgrader records each assignment in the gradebook when it generates it.
+def as_grader(grader: pwd.struct_passwd, command: list[str], folder: Path) -> subprocess.CompletedProcess:
+    """`command` run in `folder` as the grader account, with the course's environment and package."""
     env = dict(
         os.environ,
         HOME=grader.pw_dir,
@@ -387,27 +386,26 @@ def register(folder: Path, grader: pwd.struct_passwd, assignments: list[str], st
         PYTHONPATH=str(ROOT),
         PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
     )
-    done = subprocess.run(
-        [
-            "setpriv",
-            f"--reuid={grader.pw_uid}",
-            f"--regid={grader.pw_gid}",
-            "--init-groups",
-            sys.executable,
-            "-c",
-            REGISTER,
-            str(folder),
-            ",".join(assignments),
-            ",".join(students),
-        ],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    switch = ["setpriv", f"--reuid={grader.pw_uid}", f"--regid={grader.pw_gid}", "--init-groups"]
+    return subprocess.run(switch + command, cwd=folder, env=env, capture_output=True, text=True)
+
+
+def register(folder: Path, grader: pwd.struct_passwd, assignments: list[str], students: list[str]) -> None:
+    """Put the assignments and students in the grader's gradebook (as the grader account)."""
+    # nbgrader records each assignment in the gradebook when it generates it.
+    command = [sys.executable, "-c", REGISTER, str(folder), ",".join(assignments), ",".join(students)]
+    done = as_grader(grader, command, folder)
     if done.returncode != 0:
         fail(f"could not prepare the gradebook:\n{done.stdout}{done.stderr}")
     print(done.stdout, end="")
+
+
+def running_class(state: Path) -> dict:
+    """The settings of the class `make hub` serves from `state` (what it wrote at start)."""
+    class_file = state / "hub" / "class.json"
+    if not class_file.exists():
+        fail(f"no running class in {state} (no {class_file}): start it with make hub first")
+    return json.loads(class_file.read_text(encoding="utf-8"))
 
 
 def class_settings(port: int, private: Path) -> dict:
