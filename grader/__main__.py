@@ -18,9 +18,38 @@ from .report import report as make_report
 DEFAULT_TIMEOUT = 30
 
 
+ROOT_HELP = "the course folder, with its own nbgrader_config.py (default: the current folder)"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+    _grade_parser(sub)
+    _feedback_and_report_parsers(sub)
+    _export_parser(sub)
+    _lms_parser(sub)
+    args = parser.parse_args(argv)
+
+    if args.command == "grade":
+        return _grade(args)
+    if args.command == "export":
+        return _export(args)
+    if args.command == "lms":
+        return lms_main(args)
+    if args.command == "feedback":
+        try:
+            pages = generate(args.assignment, db_url=args.db_url, root=args.root)
+        except NoGrades as error:
+            print(error, file=sys.stderr)
+            return 1
+        for path in pages:
+            print(path)
+        return 0
+    print(make_report(args.assignment, db_url=args.db_url, out=args.out, root=args.root))
+    return 0
+
+
+def _grade_parser(sub) -> None:
     grade = sub.add_parser("grade", help="grade a folder of submissions")
     grade.add_argument("assignment")
     grade.add_argument(
@@ -59,16 +88,22 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--out", type=Path, default=None, help="CSV file (default grades/ASSIGNMENT.csv)")
     grade.add_argument("--db-url", default=None, help="gradebook URL (default: the course's SQLite file)")
     grade.add_argument("--no-sandbox", action="store_true", help="run student code without isolation")
-    root_help = "the course folder, with its own nbgrader_config.py (default: the current folder)"
-    grade.add_argument("--root", type=Path, default=None, help=root_help)
+    grade.add_argument("--root", type=Path, default=None, help=ROOT_HELP)
+
+
+def _feedback_and_report_parsers(sub) -> None:
     feedback = sub.add_parser("feedback", help="HTML feedback per student, hidden tests removed")
     feedback.add_argument("assignment")
     feedback.add_argument("--db-url", default=None)
-    feedback.add_argument("--root", type=Path, default=None, help=root_help)
+    feedback.add_argument("--root", type=Path, default=None, help=ROOT_HELP)
     report = sub.add_parser("report", help="score distribution and per-item pass rates")
     report.add_argument("assignment")
     report.add_argument("--db-url", default=None)
-    report.add_argument("--root", type=Path, default=None, help=root_help)
+    report.add_argument("--root", type=Path, default=None, help=ROOT_HELP)
+    report.add_argument("--out", type=Path, default=None, help="PNG file (default grades/ASSIGNMENT.png)")
+
+
+def _export_parser(sub) -> None:
     export = sub.add_parser("export", help="grades for an LMS (Canvas' gradebook import CSV)")
     export.add_argument("assignments", nargs="*", help="assignments to export (default: those with graded submissions)")
     export.add_argument(
@@ -85,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         metavar="ASSIGNMENT=COLUMN",
         help="the Canvas column an assignment fills, headed as Canvas's export heads it, e.g. "
-        "'01_blocks=Lesson 1 (12345)' (repeatable)",
+        "'hw1=Homework 1 (12345)' (repeatable)",
     )
     export.add_argument(
         "--columns",
@@ -110,8 +145,10 @@ def main(argv: list[str] | None = None) -> int:
         "or Canvas's gradebook export",
     )
     export.add_argument("--db-url", default=None, help="gradebook URL (default: the course's)")
-    export.add_argument("--root", type=Path, default=None, help=root_help)
-    report.add_argument("--out", type=Path, default=None, help="PNG file (default grades/ASSIGNMENT.png)")
+    export.add_argument("--root", type=Path, default=None, help=ROOT_HELP)
+
+
+def _lms_parser(sub) -> None:
     lms = sub.add_parser("lms", help="grades into the LMS through LTI 1.3 (Assignment and Grade Services)")
     lms_sub = lms.add_subparsers(dest="lms_command", required=True)
     push = lms_sub.add_parser("push", help="each student's total for ASSIGNMENT into the LMS's line item")
@@ -125,26 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         help="the hub's LTI folder, HUB_STATE/hub/lti (default: found next to --root or in .hub)",
     )
     push.add_argument("--db-url", default=None, help="gradebook URL (default: the course's)")
-    push.add_argument("--root", type=Path, default=None, help=root_help)
-    args = parser.parse_args(argv)
-
-    if args.command == "grade":
-        return _grade(args)
-    if args.command == "export":
-        return _export(args)
-    if args.command == "lms":
-        return lms_main(args)
-    if args.command == "feedback":
-        try:
-            pages = generate(args.assignment, db_url=args.db_url, root=args.root)
-        except NoGrades as error:
-            print(error, file=sys.stderr)
-            return 1
-        for path in pages:
-            print(path)
-        return 0
-    print(make_report(args.assignment, db_url=args.db_url, out=args.out, root=args.root))
-    return 0
+    push.add_argument("--root", type=Path, default=None, help=ROOT_HELP)
 
 
 def _grade(args) -> int:

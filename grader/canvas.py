@@ -29,7 +29,7 @@ from . import collect
 FILE_NAME = re.compile(
     r"^(?P<name>[^_]+?)(?P<late>_late)?_(?P<user_id>\d+)_(?P<attachment_id>\d+)_(?P<original>.+)$", re.IGNORECASE
 )
-# "01_blocks-2.ipynb": the second re-upload of 01_blocks.ipynb.
+# "hw1-2.ipynb": the second re-upload of hw1.ipynb.
 RESUBMISSION = re.compile(r"^(?P<base>.+?)-(?P<n>\d+)(?P<ext>\.[^.]*)?$")
 ROSTER_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 # A member of a zip larger than this is not read (no notebook of this course comes near it).
@@ -57,7 +57,7 @@ class Upload:
 
     @property
     def base(self) -> str:
-        """The uploaded name without Canvas's -N and the extension: "01_blocks" for 01_blocks-2.ipynb."""
+        """The uploaded name without Canvas's -N and the extension: "hw1" for hw1-2.ipynb."""
         match = RESUBMISSION.match(self.original)
         return match["base"] if match else Path(self.original).stem
 

@@ -34,26 +34,40 @@ def restore(
     """`earlier`: releases of the same notebook before this one (history.py). A read-only cell
     as one of them released it is the release the student worked on, not an edit."""
     notes: list[str] = []
-    corrected: list[str] = []  # read-only cells the student holds as an earlier release had them
-    earlier_cells: dict[str, list] = {}
+    match = _match(released.cells, submitted.cells, notes)
+    out, corrected = _rebuild(released.cells, submitted.cells, match, _earlier_cells(earlier), notes)
+    if corrected:
+        notes.append(
+            "graded against the corrected release: your copy came from an earlier release, and "
+            f"these cells were fixed since ({', '.join(corrected)}); your answers were kept"
+        )
+    nb = copy.deepcopy(submitted)
+    nb.cells = out
+    nb.nbformat, nb.nbformat_minor = released.nbformat, released.nbformat_minor
+    if submitted.metadata.get("kernelspec", {}).get("name") != released.metadata["kernelspec"]["name"]:
+        notes.append(f"kernel changed to {submitted.metadata.get('kernelspec', {}).get('name')!r}, set back to python3")
+    nb.metadata["kernelspec"] = copy.deepcopy(released.metadata["kernelspec"])
+    for cell in nb.cells:
+        cell.pop("id", None)
+    _fresh_ids(nb)
+    return nb, notes
+
+
+def _earlier_cells(earlier) -> dict[str, list]:
+    """Each grade id's cells as the earlier releases had them."""
+    found: dict[str, list] = {}
     for old_release in earlier:
         for old in old_release.cells:
             if _meta(old).get("grade_id"):
-                earlier_cells.setdefault(_meta(old)["grade_id"], []).append(old)
+                found.setdefault(_meta(old)["grade_id"], []).append(old)
+    return found
 
-    def as_released_before(name, mine) -> bool:
-        return any(
-            mine.source.strip() == old.source.strip() and _meta(mine).get("points") == _meta(old).get("points")
-            for old in earlier_cells.get(name, [])
-        )
 
-    rel = released.cells
-    rel_ids = [_meta(c).get("grade_id") for c in rel]
-    index_of = {gid: i for i, gid in enumerate(rel_ids)}
-    cells = submitted.cells
-    match: dict[int, int] = {}  # released index -> submitted index
+def _match(rel: list, cells: list, notes: list[str]) -> dict[int, int]:
+    """Released index -> submitted index, by the three steps of the module's doc."""
+    index_of = {_meta(c).get("grade_id"): i for i, c in enumerate(rel)}
+    match: dict[int, int] = {}
     used: set[int] = set()
-
     # 1. surviving metadata
     for j, cell in enumerate(cells):
         gid = _meta(cell).get("grade_id")
@@ -83,8 +97,19 @@ def restore(
     stripped = sum(1 for j in match.values() if not _meta(cells[j]))
     if stripped:
         notes.append(f"nbgrader metadata missing on {stripped} cell(s): matched to the released cells by content")
+    return match
 
-    # Rebuild in the released order; extra student cells follow the cell they followed.
+
+def _extra(cell):
+    """A cell the student added (or copied from a graded one): ungraded."""
+    cell = copy.deepcopy(cell)
+    cell.get("metadata", {}).pop("nbgrader", None)
+    return cell
+
+
+def _rebuild(rel: list, cells: list, match: dict[int, int], earlier_cells: dict, notes: list[str]):
+    """The cells in the released order, extra student cells after the cell they followed; and the
+    read-only cells the student holds as an earlier release had them."""
     followers: dict[int, list[int]] = {}
     leading = []
     order_of = {j: i for i, j in match.items()}
@@ -99,62 +124,49 @@ def restore(
     matched_positions = [match[i] for i in sorted(match)]
     if matched_positions != sorted(matched_positions):
         notes.append("cells were out of the released order: put back in order")
-
-    def extra(j):
-        # A cell the student added (or copied from a graded one) is ungraded.
-        cell = copy.deepcopy(cells[j])
-        cell.get("metadata", {}).pop("nbgrader", None)
-        return cell
-
-    out = [extra(j) for j in leading]
+    out = [_extra(cells[j]) for j in leading]
+    corrected: list[str] = []
     for i, released_cell in enumerate(rel):
-        meta = _meta(released_cell)
-        name = meta.get("grade_id", f"cell {i}")
+        name = _meta(released_cell).get("grade_id", f"cell {i}")
         if i not in match:
-            if meta.get("grade") or meta.get("solution"):
+            if _meta(released_cell).get("grade") or _meta(released_cell).get("solution"):
                 notes.append(f"{name}: deleted, restored as released")
             out.append(copy.deepcopy(released_cell))
         else:
-            mine = cells[match[i]]
-            if meta.get("solution"):
-                restored = copy.deepcopy(released_cell)
-                restored.source = mine.source
-                if mine.cell_type != released_cell.cell_type:
-                    notes.append(f"{name}: cell type changed to {mine.cell_type}, changed back")
-                if restored.cell_type == "code":
-                    restored.outputs, restored.execution_count = [], None
-                out.append(restored)
-            else:
-                changed = mine.source.strip() != released_cell.source.strip() or (
-                    "points" in _meta(mine) and _meta(mine).get("points") != meta.get("points")
-                )
-                if (meta.get("locked") or meta.get("grade")) and changed and as_released_before(name, mine):
-                    corrected.append(name)
-                elif meta.get("locked") or meta.get("grade"):
-                    if mine.source.strip() != released_cell.source.strip():
-                        notes.append(f"{name}: read-only cell was edited, restored")
-                    elif mine.cell_type != released_cell.cell_type:
-                        notes.append(f"{name}: cell type changed to {mine.cell_type}, restored")
-                    if "points" in meta and "points" in _meta(mine) and _meta(mine)["points"] != meta["points"]:
-                        notes.append(f"{name}: points changed to {_meta(mine)['points']}, restored")
-                out.append(copy.deepcopy(released_cell))
-        out.extend(extra(j) for j in followers.get(i, []))
+            out.append(_restored(released_cell, cells[match[i]], name, earlier_cells, notes, corrected))
+        out.extend(_extra(cells[j]) for j in followers.get(i, []))
+    return out, corrected
 
-    if corrected:
-        notes.append(
-            "graded against the corrected release: your copy came from an earlier release, and "
-            f"these cells were fixed since ({', '.join(corrected)}); your answers were kept"
-        )
-    nb = copy.deepcopy(submitted)
-    nb.cells = out
-    nb.nbformat, nb.nbformat_minor = released.nbformat, released.nbformat_minor
-    if submitted.metadata.get("kernelspec", {}).get("name") != released.metadata["kernelspec"]["name"]:
-        notes.append(f"kernel changed to {submitted.metadata.get('kernelspec', {}).get('name')!r}, set back to python3")
-    nb.metadata["kernelspec"] = copy.deepcopy(released.metadata["kernelspec"])
-    for cell in nb.cells:
-        cell.pop("id", None)
-    _fresh_ids(nb)
-    return nb, notes
+
+def _restored(released_cell, mine, name: str, earlier_cells: dict, notes: list[str], corrected: list[str]):
+    """One released cell the student's notebook has: an answer keeps the student's source, any
+    other cell comes back as released (an edit named, an earlier release's text not)."""
+    meta = _meta(released_cell)
+    if meta.get("solution"):
+        restored = copy.deepcopy(released_cell)
+        restored.source = mine.source
+        if mine.cell_type != released_cell.cell_type:
+            notes.append(f"{name}: cell type changed to {mine.cell_type}, changed back")
+        if restored.cell_type == "code":
+            restored.outputs, restored.execution_count = [], None
+        return restored
+    changed = mine.source.strip() != released_cell.source.strip() or (
+        "points" in _meta(mine) and _meta(mine).get("points") != meta.get("points")
+    )
+    as_released_before = any(
+        mine.source.strip() == old.source.strip() and _meta(mine).get("points") == _meta(old).get("points")
+        for old in earlier_cells.get(name, [])
+    )
+    if (meta.get("locked") or meta.get("grade")) and changed and as_released_before:
+        corrected.append(name)
+    elif meta.get("locked") or meta.get("grade"):
+        if mine.source.strip() != released_cell.source.strip():
+            notes.append(f"{name}: read-only cell was edited, restored")
+        elif mine.cell_type != released_cell.cell_type:
+            notes.append(f"{name}: cell type changed to {mine.cell_type}, restored")
+        if "points" in meta and "points" in _meta(mine) and _meta(mine)["points"] != meta["points"]:
+            notes.append(f"{name}: points changed to {_meta(mine)['points']}, restored")
+    return copy.deepcopy(released_cell)
 
 
 def _fresh_ids(nb) -> None:

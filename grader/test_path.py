@@ -76,7 +76,7 @@ class TrustedTestPath:
             self._note_error(cell, cell_index)
             return result
         # A test cell: run by the runner, scored from its record only.
-        source = trusted.python_source(cell.source)
+        source = trusted.python_source(judges.without_judge(cell.source))
         hidden = trusted.HIDDEN_BEGIN in cell.source
         timeout = self._cell_timeout(cell)
         message = {
@@ -110,7 +110,7 @@ class TrustedTestPath:
                 "message": "not run: the notebook broke the grader's channel to its tests",
             }
         self._flag(cell_index, reply.get("flags", []))
-        judge = judges.named_in(cell.source)
+        judge = judges.in_cell(cell.source)
         if judge is not None and reply.get("passed"):
             reply = self._judge(cell_index, judge, reply, timeout)
         # An error raised in the visible part (its line comes before the hidden tests) is the student's

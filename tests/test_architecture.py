@@ -287,3 +287,43 @@ def test_every_test_module_sets_pytestmark_with_registered_markers_only():
         if not names or None in names or not set(names) <= registered:
             problems.append(f"tests/{path.name}: pytestmark = {ast.unparse(values[0])}")
     assert not problems, "\n".join(problems) + f"\nregistered in pytest.ini: {sorted(registered)}"
+
+
+def lesson_names() -> set[str]:
+    """Every lesson id, graded item and name an exercise defines (a judge's answer included)."""
+    from tools import cells, course
+
+    names = set()
+    for lesson in course.assignment_ids():
+        names.add(lesson)
+        for cell in cells.solution_cells(lesson):
+            names |= {cell["id"], cell["id"].removeprefix("test_")}
+            names |= set(re.findall(r"^(?:def|class) (\w+)", cell["source"], re.MULTILINE))
+    # English words that are also names here ("timed out"); a judge's helper `judge`.
+    return {name for name in names if len(name) > 3 and name not in {"timed", "judge"}}
+
+
+def test_the_grader_names_no_lesson():
+    """Course content lives with its lesson (a judge in its item's tests cell): grader/ works for any
+    nbgrader course, and a new lesson needs no edit there."""
+    names = lesson_names()
+    assert {"01_blocks", "ParallelBlock", "count_parameters"} <= names
+    found = {
+        f"grader/{path.name}: {name}"
+        for path in sorted((ROOT / "grader").glob("*.py"))
+        for name in names
+        if re.search(rf"\b{re.escape(name)}\b", path.read_text(encoding="utf-8"))
+    }
+    assert not found, sorted(found)
+
+
+def test_no_function_is_over_80_lines():
+    """A function a maintainer can read at once (def line to last line), in the grader and the tools."""
+    long = [
+        f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for package in ("grader", "tools", "hub")
+        for path in sorted((ROOT / package).glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno - node.lineno + 1 > 80
+    ]
+    assert not long, long

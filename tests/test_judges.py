@@ -1,4 +1,4 @@
-"""Items judged outside the kernel (grader/judges.py).
+"""Items judged outside the kernel (grader/judges.py; each judge lives in its item's tests cell).
 
 In process, without a kernel: each judge accepts the model solution and every right
 answer of its item, and rejects every wrong answer of its item on its own (not only
@@ -27,11 +27,15 @@ from tools import cells, course
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
 
 JUDGED = {  # judged test cell -> (lesson, its answer, its judge), read from the lessons' test cells
-    cell["id"]: (lesson, cell["id"].removeprefix("test_"), judges.named_in(cell["source"]))
+    cell["id"]: (lesson, cell["id"].removeprefix("test_"), judges.in_cell(cell["source"]))
     for lesson in course.assignment_ids()
     for cell in cells.solution_cells(lesson)
-    if cell["tests"] and judges.named_in(cell["source"])
+    if cell["tests"] and judges.in_cell(cell["source"])
 }
+
+
+def judge_named(name: str) -> judges.Judge:
+    return next(judge for _, _, judge in JUDGED.values() if judge.name == name)
 
 
 # What the kernel's runner sends for a value (grader/runner_data.py), computed here in process.
@@ -58,8 +62,56 @@ def judge_in_process(test_id: str, replace: dict[str, str] | None = None) -> str
     return judges.verdict(judge, encoded(namespace.get("judged")))
 
 
-def test_every_judge_is_named_by_one_test_cell_of_the_lessons():
-    assert sorted(judge.name for _, _, judge in JUDGED.values()) == sorted(judges.JUDGES)
+@pytest.mark.unit
+def test_judges_are_found_in_the_lessons_and_named_once():
+    names = [judge.name for _, _, judge in JUDGED.values()]
+    assert len(names) >= 8 and len(set(names)) == len(names)
+
+
+CELL = """\
+# judged outside the kernel: doubled
+assert double(2) == 4
+### BEGIN HIDDEN TESTS
+assert double(3) == 6
+### BEGIN JUDGE
+def judge():
+    from grader.judges import Judge, Rejected, exact_int
+
+    def check(data):
+        if exact_int(data["six"], "double(3)") != 6:
+            raise Rejected("double(3) should be 6")
+
+    return Judge("double", "judged = {'six': double(3)}", check)
+### END JUDGE
+### END HIDDEN TESTS
+"""
+
+
+@pytest.mark.unit
+def test_a_judge_is_read_from_its_cell_and_never_reaches_the_kernel():
+    judge = judges.in_cell(CELL)
+    assert (judge.name, judge.answer, judge.collect) == ("doubled", "double", "judged = {'six': double(3)}")
+    assert judges.verdict(judge, {"six": 6}) is None
+    assert judges.verdict(judge, {"six": 7}) == "checked outside your kernel: double(3) should be 6"
+    kernel_source = judges.without_judge(CELL)
+    assert "judge" not in kernel_source.split("### BEGIN HIDDEN TESTS")[1]
+    assert kernel_source.count("\n") == CELL.count("\n")  # error lines keep their numbers
+    assert judges.in_cell("assert double(2) == 4\n") is None
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "broken, message",
+    [
+        (CELL.replace("# judged outside the kernel: doubled\n", ""), "needs both"),
+        (CELL.replace("### END JUDGE\n", ""), "without ### END JUDGE"),
+        (CELL.replace('return Judge("double", "judged = {\'six\': double(3)}", check)', "return check"), "should return"),
+        (CELL.replace("from grader.judges import", "from grader.nowhere import"), "ModuleNotFoundError"),
+    ],
+)
+def test_a_malformed_judge_is_the_courses_bug_named_clearly(broken, message):
+    with pytest.raises(judges.JudgeError, match=message):
+        judges.in_cell(broken)
 
 
 @pytest.mark.unit
@@ -112,10 +164,10 @@ def test_a_liar_passes_its_items_test_in_the_kernel_so_only_the_judge_stops_it(l
 
 @pytest.mark.unit
 def test_a_verdict_names_what_came_instead_of_a_tensor_or_an_int():
-    judge = judges.JUDGES["count_parameters"]
+    judge = judge_named("count_parameters")
     message = judges.verdict(judge, {"tied": ("object", "_Any"), "tied_all": 50, "batch_norm": 12, "none": 0})
     assert message == "checked outside your kernel: count_parameters(...) should be an integer, but it is a _Any"
-    judge = judges.JUDGES["centered_layer"]
+    judge = judge_named("centered_layer")
     nan = {"x": ("tensor", "torch.float32", [[1.0]]), "y": ("tensor", "torch.float32", "non-finite")}
     assert "NaN or infinite" in judges.verdict(judge, dict(nan, x_after=nan["x"], parameters=0))
     assert "not of the form" in judges.verdict(judge, {"x": ("tensor", "torch.float32", [[1.0]])})

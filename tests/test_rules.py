@@ -81,6 +81,28 @@ BROKEN = {
     "unknown tag": ("lecture.py", "# %%\nx = 1", '# %% tags=["slow"]\nx = 1', 17, "unknown tag"),
     "metadata jupytext cannot read": ("exercise.py", 'grade_id="double"', "grade_id=double", 7, "key=JSON"),
     "unknown role": ("exercise.py", "# %% answer", "# %% solution", 7, "unknown cell role"),
+    "a judge without its marker line": (
+        "exercise.py",
+        "### END HIDDEN TESTS\n",
+        "### BEGIN JUDGE\ndef judge():\n    pass\n### END JUDGE\n### END HIDDEN TESTS\n",
+        13,
+        "# judged outside the kernel: NAME",
+    ),
+    "a marker line without its judge": (
+        "exercise.py",
+        'assert double(2) == 4, "double(2) should be 4."\n',
+        '# judged outside the kernel: double\nassert double(2) == 4, "double(2) should be 4."\n',
+        13,
+        "### BEGIN JUDGE",
+    ),
+    "a judge that returns no Judge": (
+        "exercise.py",
+        'assert double(2) == 4, "double(2) should be 4."\n',
+        '# judged outside the kernel: double\nassert double(2) == 4, "double(2) should be 4."\n'
+        "### BEGIN JUDGE\ndef judge():\n    return None\n### END JUDGE\n",
+        13,
+        "should return a grader.judges.Judge",
+    ),
 }
 
 
@@ -94,6 +116,31 @@ def test_a_broken_rule_stops_the_build_with_file_line_and_rule(demo_lesson, case
     assert message.startswith(f"lessons/99_demo/{name}:{line}: "), message
     assert words in message
     assert not (demo_lesson.parent.parent / "course").exists(), "nothing is built when a rule is broken"
+
+
+JUDGED_DOUBLE = (
+    '# judged outside the kernel: double\nassert double(2) == 4, "double(2) should be 4."\n',
+    "### BEGIN JUDGE\n"
+    "def judge():\n"
+    "    from grader.judges import Judge, Rejected, exact_int\n\n"
+    "    def check(data):\n"
+    "        if exact_int(data['six'], 'double(3)') != 6:\n"
+    "            raise Rejected('double(3) should be 6')\n\n"
+    "    return Judge('double', \"judged = {'six': double(3)}\", check)\n"
+    "### END JUDGE\n### END HIDDEN TESTS\n",
+)
+
+
+def test_a_judge_lives_with_its_item_and_the_rules_accept_it(demo_lesson):
+    """The recipe's judged item: a marker line and a judge block in the hidden tests; no grader edit."""
+    exercise = demo_lesson / "exercise.py"
+    _break(exercise, 'assert double(2) == 4, "double(2) should be 4."\n', JUDGED_DOUBLE[0])
+    _break(exercise, "### END HIDDEN TESTS\n", JUDGED_DOUBLE[1])
+    rules.check()
+    outside = JUDGED_DOUBLE[1].replace("### END HIDDEN TESTS\n", "")
+    _break(exercise, outside + "### END HIDDEN TESTS\n", "### END HIDDEN TESTS\n" + outside)
+    with pytest.raises(notebooks.SourceError, match="inside the hidden tests"):
+        rules.check()
 
 
 CLAUSE_CELL = (

@@ -20,7 +20,10 @@ The rules, one function each (see RULES at the bottom):
   at least one manually graded question (a markdown cell with points >= 1);
 - grade ids are unique; tags are nbval's or nbgrader's;
 - an exercise imports only torch, numpy, matplotlib and the standard library
-  (it must run on Colab as downloaded);
+  (it must run on Colab as downloaded); a judge block (below) imports grader.judges;
+- a tests cell judged outside the kernel has both the line `# judged outside
+  the kernel: NAME` and, inside its hidden tests, a `### BEGIN JUDGE` block
+  whose `judge()` returns a grader.judges.Judge; names are unique in a lesson;
 - every answer has at least two wrong-answer fixtures in
   tests/wrong_answers/<id>.py, every fixture names an existing answer and
   existing tests cells, and every tests cell is failed by some fixture;
@@ -34,6 +37,7 @@ import re
 import sys
 from pathlib import Path
 
+from grader import judges
 from tools import cells
 from tools import source as notebooks
 from tools.source import Source, SourceError
@@ -173,9 +177,11 @@ def check_imports(exercise: Source) -> None:
         if cell.cell_type != "code":
             continue
         try:
-            tree = ast.parse(cell.source)
+            tree = ast.parse(judges.without_judge(cell.source))
         except SyntaxError as error:
             fail(exercise.path, cell.line + (error.lineno or 0), f"code does not parse: {error.msg}")
+        except judges.JudgeError:
+            continue  # check_judges names it
         for node in ast.walk(tree):
             names = (
                 [a.name for a in node.names]
@@ -191,6 +197,34 @@ def check_imports(exercise: Source) -> None:
                         cell.line + getattr(node, "lineno", 1),
                         f"an exercise imports only torch, numpy, matplotlib and the standard library, not {name}",
                     )
+
+
+JUDGE_RECIPE = (
+    "write `# judged outside the kernel: NAME` as the tests cell's first line and, before ### END HIDDEN TESTS, "
+    "a block ### BEGIN JUDGE / def judge(): ... return Judge(answer, collect_code, check) / ### END JUDGE "
+    "(README, Adding a lesson)"
+)
+
+
+def check_judges(exercise: Source) -> None:
+    names: dict[str, int] = {}
+    for cell in exercise.cells:
+        if cell.role != "tests":
+            if cell.cell_type == "code" and (judges.MARKER.search(cell.source) or judges.JUDGE_BEGIN in cell.source):
+                fail(exercise.path, cell.line, "only a tests cell is judged outside the kernel")
+            continue
+        try:
+            judge = judges.in_cell(cell.source)
+        except judges.JudgeError as error:
+            fail(exercise.path, cell.line, f"{error}: {JUDGE_RECIPE}")
+        if judge is None:
+            continue
+        _, _, hidden = cell.source.partition("### BEGIN HIDDEN TESTS")
+        if judges.JUDGE_BEGIN not in hidden.partition("### END HIDDEN TESTS")[0]:
+            fail(exercise.path, cell.line, "a judge block goes inside the hidden tests (students never see it)")
+        if judge.name in names:
+            fail(exercise.path, cell.line, f"judge {judge.name!r} is named twice (first at line {names[judge.name]})")
+        names[judge.name] = cell.line
 
 
 def check_wrong_answers(lesson: str, exercise: Source) -> None:
@@ -242,6 +276,7 @@ def check_lesson(lesson: str) -> None:
     for source in (lecture, exercise):
         check_ids_and_tags(source)
     check_imports(exercise)
+    check_judges(exercise)
     check_wrong_answers(lesson, exercise)
     check_right_answers(lesson, exercise)
 

@@ -268,6 +268,46 @@ assert _got is not None and _got.device.type == "meta" and _got.shape == (6, 6),
     f"With both branches and the input on another device, the output should stay there{_raised}: is a branch or the result moved to the CPU?"
 assert _n1.weight.device.type == "meta" and _n2.weight.device.type == "meta", \
     "The block should keep the branches it was given where they are: is a branch moved (.cpu()) in __init__?"
+### BEGIN JUDGE
+def judge():
+    """Run by the grader in its own process, never in the kernel (grader/judges.py)."""
+    from grader.judges import Judge, Rejected, close, exact_int, linear, tensor, transpose
+
+    collect = """\
+torch.manual_seed(21)
+_j1, _j2, _j3, _j4 = nn.Linear(3, 2), nn.Linear(3, 4), nn.Linear(3, 3), nn.Linear(3, 3)
+_jx = torch.randn(5, 3)
+judged = {
+    "x": _jx,
+    "nets": [[n.weight, n.bias] for n in (_j1, _j2, _j3, _j4)],
+    "last": ParallelBlock(_j1, _j2)(_jx),
+    "first": ParallelBlock(_j3, _j4, dim=0)(_jx),
+    "parameters": len(list(ParallelBlock(_j1, _j2).parameters())),
+}
+_j5, _j6 = nn.Linear(3, 2), nn.Linear(3, 4)
+ParallelBlock(_j5, _j6)(_jx).sum().backward()
+judged["grads"] = [_j5.weight.grad, _j6.weight.grad]
+"""
+
+    def check(data):
+        x = tensor(data["x"], "the input")
+        outs = [linear(x, tensor(w, "a weight"), tensor(b, "a bias")) for w, b in data["nets"]]
+        close(tensor(data["last"], "ParallelBlock(net1, net2)(X)"), [a + b for a, b in zip(outs[0], outs[1])],
+              "ParallelBlock(net1, net2)(X), net1(X) and net2(X) joined on the last dim,")
+        close(tensor(data["first"], "ParallelBlock(net1, net2, dim=0)(X)"), outs[2] + outs[3],
+              "ParallelBlock(net1, net2, dim=0)(X), the two outputs stacked along dim 0,")
+        if exact_int(data["parameters"], "len(list(block.parameters()))") != 4:
+            raise Rejected("the block should own both networks' 4 parameters")
+        # d(sum of the output)/d(weight) of a Linear layer: each row is the sum of the input's rows.
+        column_sums = [sum(column) for column in transpose(x)]
+        for name, grad, rows in zip(("net1", "net2"), data["grads"], (2, 4)):
+            what = f"the gradient of {name}'s weight after ParallelBlock(net1, net2)(X).sum().backward()"
+            if grad is None:
+                raise Rejected(f"no gradient reaches {name}: do not detach a branch or run it under torch.no_grad()")
+            close(tensor(grad, what), [column_sums] * rows, what)
+
+    return Judge("ParallelBlock", collect, check)
+### END JUDGE
 ### END HIDDEN TESTS
 
 # %% [markdown]

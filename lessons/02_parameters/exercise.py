@@ -91,6 +91,44 @@ _m = _Scaled()
 _m.inner.bias.requires_grad_(False)
 assert count_parameters(_m) == 13 and count_parameters(_m, trainable_only=False) == 16, \
     "A parameter held directly by a custom module counts as well, and the frozen bias only when trainable_only=False."
+### BEGIN JUDGE
+def judge():
+    """Run by the grader in its own process, never in the kernel (grader/judges.py)."""
+    from grader.judges import Judge, Rejected, exact_int
+
+    collect = """\
+_jshared = nn.Linear(5, 5)
+_jtied = nn.Sequential(nn.Linear(3, 5), _jshared, nn.ReLU(), _jshared)
+_jtied[0].weight.requires_grad_(False)
+_ja, _jb = nn.Linear(4, 4), nn.Linear(4, 4)
+_jb.weight = _ja.weight
+_jown = nn.Module()
+_jown.scale = nn.Parameter(torch.ones(7))
+_jown.inner = nn.Linear(2, 3).requires_grad_(False)
+judged = {
+    "weight_shared": count_parameters(nn.Sequential(_ja, _jb)),
+    "own": count_parameters(_jown),
+    "own_all": count_parameters(_jown, trainable_only=False),
+    "tied": count_parameters(_jtied),
+    "tied_all": count_parameters(_jtied, trainable_only=False),
+    "batch_norm": count_parameters(nn.BatchNorm1d(6)),
+    "none": count_parameters(nn.ReLU()),
+}
+"""
+
+    def check(data):
+        def linear_size(i, o):
+            return i * o + o
+
+        everything = linear_size(3, 5) + linear_size(5, 5)  # the shared layer once
+        want = {"tied": everything - 3 * 5, "tied_all": everything, "batch_norm": 2 * 6, "none": 0,
+                "weight_shared": 4 * 4 + 4 + 4, "own": 7, "own_all": 7 + linear_size(2, 3)}
+        for key, expected in want.items():
+            if exact_int(data[key], "count_parameters(...)") != expected:
+                raise Rejected(f"count_parameters gave {data[key]} where {expected} was expected")
+
+    return Judge("count_parameters", collect, check)
+### END JUDGE
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -138,6 +176,31 @@ class _Scaled(nn.Module):
 
 assert param_shapes(_Scaled()) == {"scale": (), "table": (2, 3, 4)}, \
     "A 0-dim parameter has shape () and a 3-dim one (2, 3, 4)."
+### BEGIN JUDGE
+def judge():
+    """Run by the grader in its own process, never in the kernel (grader/judges.py)."""
+    from grader.judges import Judge, Rejected
+
+    collect = """\
+judged = {"shapes": param_shapes(nn.Sequential(
+    nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Sequential(nn.Linear(8, 3), nn.Tanh(), nn.Linear(3, 2))))}
+"""
+
+    def check(data):
+        shapes = data["shapes"]
+        if type(shapes) is not dict:  # any dict arrives as one (an OrderedDict too)
+            raise Rejected("param_shapes should return a dict")
+        want = {"1.weight": (8,), "1.bias": (8,)}  # a batch norm's; its running statistics are buffers
+        for prefix, i, o in (("0", 4, 8), ("2.0", 8, 3), ("2.2", 3, 2)):
+            want[f"{prefix}.weight"], want[f"{prefix}.bias"] = (o, i), (o,)
+        if set(shapes) != set(want):
+            raise Rejected(f"param_shapes gave the keys {sorted(map(str, shapes))}, expected {sorted(want)}")
+        for key, value in shapes.items():
+            if type(value) is not tuple or any(type(d) is not int for d in value) or value != want[key]:
+                raise Rejected(f"param_shapes gave {value!r} for {key!r}, expected the tuple of ints {want[key]}")
+
+    return Judge("param_shapes", collect, check)
+### END JUDGE
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -92,6 +92,39 @@ except Exception as _error:
                          f"input's device, without .item(), numpy or .cpu() ({_error}).") from _error
 assert isinstance(_out, torch.Tensor) and _out.device.type == "meta" and _out.shape == (2, 3), \
     "For an input on another device (meta) the output should stay on that device: do not move it with .cpu()."
+### BEGIN JUDGE
+def judge():
+    """Run by the grader in its own process, never in the kernel (grader/judges.py)."""
+    from grader.judges import Judge, Rejected, close, exact_int, flat, tensor
+
+    collect = """\
+torch.manual_seed(24)
+_jx = torch.randn(3, 4) + 2
+_jkept = _jx.clone()
+judged = {"x": _jkept, "y": CenteredLayer()(_jx), "x_after": _jx,
+          "parameters": len(list(CenteredLayer().parameters()))}
+_jg = torch.randn(2, 3, requires_grad=True)
+try:  # the gradient of one output: every entry moves the mean
+    CenteredLayer()(_jg)[0, 0].backward()
+except Exception:
+    pass
+judged["grad"] = _jg.grad
+"""
+
+    def check(data):
+        x = tensor(data["x"], "the input")
+        mean = sum(flat(x)) / len(flat(x))
+        close(tensor(data["y"], "CenteredLayer()(X)"), [[v - mean for v in row] for row in x],
+              "CenteredLayer()(X), X minus the mean of all its entries,")
+        close(tensor(data["x_after"], "the input after the call"), x, "the input after the call (it must not change)")
+        want_grad = [[(1.0 if (row, column) == (0, 0) else 0.0) - 1 / 6 for column in range(3)] for row in range(2)]
+        close(tensor(data["grad"], "the input's gradient"), want_grad,
+              "the gradient of output [0, 0] with respect to the input (the mean must stay in the graph)")
+        if exact_int(data["parameters"], "len(list(CenteredLayer().parameters()))") != 0:
+            raise Rejected("CenteredLayer should own no parameters")
+
+    return Judge("CenteredLayer", collect, check)
+### END JUDGE
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -178,6 +211,21 @@ assert all(p.device.type == "meta" for p in _layer.parameters()) and len(list(_l
     "Built under `with torch.device('meta')`, MyLinear's W and b should be on meta (as nn.Linear's are): do not move them with .cpu()."
 assert isinstance(_out, torch.Tensor) and _out.device.type == "meta" and _out.shape == (4, 3), \
     "For an input on another device (meta) the output should stay on that device: do not move it with .cpu()."
+### BEGIN JUDGE
+def judge():
+    """Run by the grader in its own process, never in the kernel (grader/judges.py)."""
+    from grader.judges import Judge, close, layer_run, matmul, parameter, tensor
+
+    def check(data):
+        x = tensor(data["x"], "the input")
+        weight, _ = parameter(data["params"], (3, 2), "W")
+        bias, _ = parameter(data["params"], (2,), "b")
+        before = [[v + c for v, c in zip(row, bias)] for row in matmul(x, weight)]
+        close(tensor(data["y"], "MyLinear(3, 2)(X)"), [[max(v, 0.0) for v in row] for row in before],
+              "MyLinear(3, 2)(X), relu(X @ W + b),")
+
+    return Judge("MyLinear", layer_run(22, "MyLinear(3, 2)", batch=6, features=3), check)
+### END JUDGE
 ### END HIDDEN TESTS
 
 # %% tests grade_id="test_MyLinear_gradients" points=1
@@ -213,6 +261,24 @@ def _check_my_linear_gradients(in_units, units, batch, seed):
 _check_my_linear_gradients(5, 3, batch=4, seed=20)
 _check_my_linear_gradients(4, 4, batch=6, seed=21)
 _check_my_linear_gradients(1, 7, batch=1, seed=22)
+### BEGIN JUDGE
+def judge():
+    """Run by the grader in its own process, never in the kernel (grader/judges.py)."""
+    from grader.judges import Judge, close, layer_run, matmul, parameter, tensor, transpose
+
+    def check(data):
+        x = tensor(data["x"], "the input")
+        weight, weight_grad = parameter(data["params"], (3, 2), "W")
+        bias, bias_grad = parameter(data["params"], (2,), "b")
+        before = [[v + c for v, c in zip(row, bias)] for row in matmul(x, weight)]
+        active = [[1.0 if v > 0 else 0.0 for v in row] for row in before]
+        close(tensor(weight_grad, "W.grad"), matmul(transpose(x), active),
+              "W's gradient of the summed output (X.T @ the active units)")
+        close(tensor(bias_grad, "b.grad"), [sum(column) for column in zip(*active)],
+              "b's gradient of the summed output (the active units per output)")
+
+    return Judge("MyLinear", layer_run(22, "MyLinear(3, 2)", batch=6, features=3), check)
+### END JUDGE
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -306,6 +372,21 @@ assert all(p.device.type == "meta" for p in _layer.parameters()) and len(list(_l
     "Built under `with torch.device('meta')`, TensorReduction's W should be on meta: do not move it with .cpu()."
 assert isinstance(_y, torch.Tensor) and _y.device.type == "meta" and _y.shape == (3, 2), \
     "For an input on another device (meta) the output should stay on that device: do not move it with .cpu()."
+### BEGIN JUDGE
+def judge():
+    """Run by the grader in its own process, never in the kernel (grader/judges.py)."""
+    from grader.judges import Judge, close, layer_run, parameter, tensor
+
+    def check(data):
+        x = tensor(data["x"], "the input")
+        weight, _ = parameter(data["params"], (3, 3, 2), "W")
+        n = range(3)
+        want = [[sum(weight[i][j][k] * row[i] * row[j] for i in n for j in n) for k in range(2)] for row in x]
+        close(tensor(data["y"], "TensorReduction(3, 2)(x)"), want,
+              "TensorReduction(3, 2)(x), sum_ij W[i,j,k] x[i] x[j],")
+
+    return Judge("TensorReduction", layer_run(23, "TensorReduction(3, 2)", batch=4, features=3), check)
+### END JUDGE
 ### END HIDDEN TESTS
 
 # %% tests grade_id="test_TensorReduction_gradients" points=1
@@ -345,6 +426,20 @@ _check_reduction_gradients(1, 1, batch=1, seed=32)
 _x = torch.randn(2, 3, requires_grad=True)
 TensorReduction(3, 2)(_x).sum().backward()
 assert _x.grad is not None, "Gradients should also flow back to the input x."
+### BEGIN JUDGE
+def judge():
+    """Run by the grader in its own process, never in the kernel (grader/judges.py)."""
+    from grader.judges import Judge, close, layer_run, parameter, tensor
+
+    def check(data):
+        x = tensor(data["x"], "the input")
+        _, grad = parameter(data["params"], (3, 3, 2), "W")
+        n = range(3)
+        want_grad = [[[sum(row[i] * row[j] for row in x)] * 2 for j in n] for i in n]
+        close(tensor(grad, "W.grad"), want_grad, "W's gradient of the summed output")
+
+    return Judge("TensorReduction", layer_run(23, "TensorReduction(3, 2)", batch=4, features=3), check)
+### END JUDGE
 ### END HIDDEN TESTS
 
 # %% [markdown]
