@@ -112,9 +112,7 @@ def read_columns(path: Path | None, pairs: list[str] | None = None) -> dict[str,
     for pair in pairs or []:
         assignment, sep, column = pair.partition("=")
         if not sep or not assignment.strip() or not column.strip():
-            raise ValueError(
-                f"--column takes ASSIGNMENT=CANVAS COLUMN, e.g. 'hw1=Homework 1 (12345)', not {pair!r}"
-            )
+            raise ValueError(f"--column takes ASSIGNMENT=CANVAS COLUMN, e.g. 'hw1=Homework 1 (12345)', not {pair!r}")
         columns[assignment.strip()] = column.strip()
     return columns
 

@@ -153,7 +153,7 @@ def lti_settings(port: int) -> dict | None:
 def lti_tool(private: Path, lti: dict) -> dict:
     """The tool's key, tool.json (what `lms push` reads) and the launch store, in private/lti."""
     sys.path.insert(0, str(ROOT))
-    from grader import lms
+    from grader import lti_tool as tool_parts
 
     folder = private / "lti"
     folder.mkdir(mode=0o700, exist_ok=True)
@@ -163,8 +163,8 @@ def lti_tool(private: Path, lti: dict) -> dict:
         "key": str(folder / "tool-key.pem"),
         "store": str(folder / "lti.sqlite"),
     }
-    lms.load_key(tool["key"], create=True)
-    lms.Store(tool["store"])
+    tool_parts.load_key(tool["key"], create=True)
+    tool_parts.Store(tool["store"])
     (folder / "tool.json").write_text(json.dumps(tool, indent=1))
     base = tool["tool_url"].rstrip("/") + "/hub/lti13/"
     print(

@@ -105,7 +105,10 @@ def test_a_judge_is_read_from_its_cell_and_never_reaches_the_kernel():
     [
         (CELL.replace("# judged outside the kernel: doubled\n", ""), "needs both"),
         (CELL.replace("### END JUDGE\n", ""), "without ### END JUDGE"),
-        (CELL.replace('return Judge("double", "judged = {\'six\': double(3)}", check)', "return check"), "should return"),
+        (
+            CELL.replace('return Judge("double", "judged = {\'six\': double(3)}", check)', "return check"),
+            "should return",
+        ),
         (CELL.replace("from grader.judges import", "from grader.nowhere import"), "ModuleNotFoundError"),
     ],
 )

@@ -414,7 +414,7 @@ def test_lms_push_reports_a_refused_token_clearly(cls, tmp_path):
     (folder / "tool.json").write_text(json.dumps(tool))
     subprocess.run(["cp", str(real / "lti.sqlite"), str(folder / "lti.sqlite")], check=True)
     subprocess.run(
-        [PY, "-c", "import sys; from grader import lms; lms.load_key(sys.argv[1], create=True)", tool["key"]],
+        [PY, "-c", "import sys; from grader import lti_tool; lti_tool.load_key(sys.argv[1], create=True)", tool["key"]],
         check=True,
         cwd=ROOT,
     )
@@ -424,7 +424,7 @@ def test_lms_push_reports_a_refused_token_clearly(cls, tmp_path):
 
 
 def test_lms_urls_keep_their_query_strings():
-    from grader.lms import with_path
+    from grader.lti_tool import with_path
 
     assert (
         with_path("https://lms.example.org/api/lti/courses/3/line_items/7", "scores")
