@@ -7,10 +7,12 @@ lose their hidden region and their error outputs keep only the error's name and
 message (our tests' messages explain the failure in one sentence).
 
 nbgrader also shows a written answer the instructor has not graded yet as a score
-of 0 and counts it in the total. Here such a cell says "not graded yet", and the
-total is the score of the cells graded so far out of their points, with the points
-still to grade on a line of their own: what the grader's CSV says (score and
-max_score of the autograded tests, needs_manual for the written answers).
+of 0. Here such a cell says "not graded yet", and the page's score line means the same
+on every page: the points earned so far out of all the notebook's points (tests and
+written answers), with the points still to grade on a line of their own. A blank
+written answer (an unreadable submission is graded as the blank exercise) is graded 0
+by nbgrader itself, so it does not wait. The grader's CSV gives the same numbers
+apart: score and max_score of the autograded tests, needs_manual for the written answers.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ Score: {{ cell.metadata.nbgrader.score | float | round(2) }} / {{ cell.metadata.
 <div class="panel-heading">
   <h4>{{ resources.nbgrader.notebook }} (Score: {{ resources.nbgrader.score | float | round(2) }} / {{ resources.nbgrader.max_score | float | round(2) }})</h4>
   {%- if resources.nbgrader.not_graded_points %}
-  <p class="not-graded-yet">written answers not graded yet ({{ resources.nbgrader.not_graded_points | float | round(2) }} points)</p>
+  <p class="not-graded-yet">written answers not graded yet ({{ resources.nbgrader.not_graded_points | float | round(2) }} points): the score counts the rest</p>
   {%- endif %}
   <div id="toc">
   <ol>
@@ -166,8 +168,8 @@ class HideHiddenTests(NbGraderPreprocessor):
 class GradesSoFar(GetGrades):
     """nbgrader's GetGrades, telling an answer nobody has graded yet from one graded 0.
 
-    Such a cell is marked NOT_GRADED; resources' max_score leaves its points out and
-    not_graded_points holds them. Whatever exports the page (the grader, nbgrader's
+    Such a cell is marked NOT_GRADED and not_graded_points holds its points; max_score stays
+    the notebook's whole total, so the score line reads the same on every page. Whatever exports the page (the grader, nbgrader's
     generate_feedback, Formgrader) renders it with TEMPLATE, which shows the marks:
     this step gives its exporter that template when the exporter would use nbgrader's,
     as the course's config (pipeline.use_safe_autograde) names only the steps.
@@ -195,7 +197,6 @@ class GradesSoFar(GetGrades):
         nb, resources = super().preprocess(nb, resources)
         waiting = sum(cell.metadata.nbgrader["points"] for cell in nb.cells if _not_graded(cell))
         resources["nbgrader"]["not_graded_points"] = waiting
-        resources["nbgrader"]["max_score"] -= waiting
         return nb, resources
 
 

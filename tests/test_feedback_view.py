@@ -24,6 +24,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
 
 A = grader_cases.A
 STUDENT = "ana"
+UNREADABLE = "zed"
 HEADER = re.compile(rf"{A} \(Score: ([\d.]+) / ([\d.]+)\)")
 WAITING = re.compile(r"written answers not graded yet \(([\d.]+) points\)")
 
@@ -43,23 +44,26 @@ def no_grades_message(db_url: str) -> str:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """A correct hand-in of exercise 1, autograded in a scratch course; its written answers wait."""
+    """A correct hand-in of exercise 1, autograded in a scratch course; its written answers wait.
+    Beside it, an unreadable hand-in (graded as the blank exercise)."""
     tmp = tmp_path_factory.mktemp("feedback_view")
     folder = tmp / "submissions"
     folder.mkdir()
     nbformat.write(submissions.answered(A), folder / f"{STUDENT}.ipynb")
+    (folder / f"{UNREADABLE}.ipynb").write_text('{"cells": [', encoding="utf-8")
     root = tmp / "course"
     course.temporary_course(root, [A])
     rows = grade.run(grade.Options(A, folder, jobs=1, root=root, cell_timeout=30, notebook_timeout=120))
     export.write_csv(rows, tmp / "grades.csv")
-    (row,) = export.read_csv(tmp / "grades.csv")
-    assert row["student_id"] == STUDENT and row["status"] == "graded", row
-    return {"root": root, "row": row}
+    found = {row["student_id"]: row for row in export.read_csv(tmp / "grades.csv")}
+    row = found[STUDENT]
+    assert row["status"] == "graded", row
+    return {"root": root, "row": row, "unreadable": found[UNREADABLE]}
 
 
-def page_of(root) -> str:
+def page_of(root, student: str = STUDENT) -> str:
     pages = feedback.generate(A, root=root)
-    (page,) = [p for p in pages if p.parts[-3] == STUDENT]
+    (page,) = [p for p in pages if p.parts[-3] == student]
     return page.read_text(encoding="utf-8")
 
 
@@ -81,7 +85,7 @@ def contents_entry(html: str, grade_id: str) -> str:
     return text(found[1])
 
 
-def test_an_ungraded_written_answer_says_so_and_the_total_is_the_csv_row(graded):
+def test_an_ungraded_written_answer_says_so_and_the_page_adds_up_the_csv_row(graded):
     written = written_answers()
     assert written, "exercise 1 has a written answer to wait for"
     row = graded["row"]
@@ -95,11 +99,25 @@ def test_an_ungraded_written_answer_says_so_and_the_total_is_the_csv_row(graded)
             assert f"0.0 / {float(points)}" not in words and "Score" not in words, words
     for test_id, points in grader_cases.POINTS.items():
         assert f"Score: {float(points)} / {float(points)}" in cell_header(html, test_id)
+    # The score line: points so far out of all the notebook's points, the written ones waiting.
     header = HEADER.search(text(html))
     assert header, text(html)[:500]
-    assert (float(header[1]), float(header[2])) == (float(row["score"]), float(row["max_score"]))
+    total = float(row["max_score"]) + sum(written.values())
+    assert (float(header[1]), float(header[2])) == (float(row["score"]), total)
     waiting = WAITING.search(text(html))
     assert waiting and float(waiting[1]) == float(row["needs_manual"]), text(html)[:500]
+
+
+def test_the_score_line_means_the_same_on_an_unreadable_submissions_page(graded):
+    """Graded as the blank exercise: nothing earned out of the same total as every other page
+    (its blank written answers are graded 0 by nbgrader, so nothing waits)."""
+    row = graded["unreadable"]
+    assert row["status"] == "invalid" and float(row["score"]) == 0, row
+    page = text(page_of(graded["root"], UNREADABLE))
+    header = HEADER.search(page)
+    assert header, page[:500]
+    assert (float(header[1]), float(header[2])) == (0.0, float(row["max_score"]) + sum(written_answers().values()))
+    assert not WAITING.search(page)
 
 
 def test_a_manual_grade_shows_on_the_regenerated_page(graded, tmp_path):
