@@ -1,11 +1,9 @@
 """Run a student's kernel inside a bubblewrap sandbox.
 
-The kernel sees only the system's read-only program folders, the Python it runs
-on, and one scratch folder; the course (solutions, gradebook), home folders and
-other students' files are simply not there. It has a private network namespace
-(no network at all), a private PID namespace (killing the sandbox kills every
-process the student started) and resource limits on memory, processes, file
-size and open files.
+The sandbox itself is declared once, in sandbox_spec.py (what the kernel sees, may write, is and
+may use); this module translates that spec into bwrap's command line (`bwrap_args`) for a normal
+start, and holds the kernel manager that builds the spec for each kernel. A kernel forked from the
+warm template gets the same spec, translated by sandbox_fork.py.
 
 Process limits only bind a non-root user (the kernel ignores RLIMIT_NPROC for
 uid 0), so when the grader runs as root each job's kernel switches to its own
@@ -20,10 +18,8 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
-from pathlib import Path
 from queue import Empty
 
 import psutil
@@ -32,6 +28,8 @@ from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, Int, Type, Unicode
 
 from . import processes
+from .sandbox_spec import MOUNT_KINDS, SandboxSpec, build, clean_environment
+from .sandbox_spec import visible as visible  # execute.py asks whether the interpreter is in the sandbox
 from .uids import SOCKETS_PREFIX, claim_uid
 
 # What to do without bubblewrap, the same words on every path; each path then
@@ -47,189 +45,44 @@ TRUSTED_HINT = (
     INSTALL_ADVICE + ". Only if every submission is trusted code, let it run unsandboxed: "
     "use_safe_autograde(c, trusted=True) in nbgrader_config.py."
 )
-SYSTEM_FOLDERS = ("/usr", "/etc", "/opt/conda")
-HOSTNAME = "grader"
-# The only variables a student's kernel gets from the grader's environment
-# (everything else, tokens and database passwords included, stays out).
-# CUDA_VISIBLE_DEVICES: a GPU worker's kernel sees exactly the GPUs given to its worker.
-# OMP_NUM_THREADS: the instructor's choice of CPU threads per kernel (KERNEL_THREADS if unset).
-PASSED_THROUGH = ("PATH", "LANG", "LANGUAGE", "TZ", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS")
-# torch runs a CPU thread per core in every process unless told otherwise, but the grader runs
-# submissions side by side (--jobs, Dask workers), one per core, and a lesson's tensors are small:
-# extra threads would only compete for the same cores (OpenMP threads spin while they wait).
-KERNEL_THREADS = "1"
-PASSED_THROUGH_PREFIXES = ("LC_",)
-
-
-def clean_environment(scratch: str) -> dict[str, str]:
-    """The whole environment of a student's kernel: an allowlist, never the instructor's variables."""
-    env = {k: v for k, v in os.environ.items() if k in PASSED_THROUGH or k.startswith(PASSED_THROUGH_PREFIXES)}
-    env.setdefault("PATH", os.defpath)
-    env.setdefault("OMP_NUM_THREADS", KERNEL_THREADS)
-    bin_dir = os.path.dirname(sys.executable)  # the kernel's interpreter and its tools
-    if bin_dir not in env["PATH"].split(os.pathsep):
-        env["PATH"] = bin_dir + os.pathsep + env["PATH"]
-    # getpass.getuser() falls back to the password file, which has no entry for a sandbox uid: name
-    # the user (torch 2.11's optimizers ask, for their compile cache, and raised KeyError).
-    env.update(HOME=scratch, USER="student", LOGNAME="student", TMPDIR="/tmp", PYTHONNOUSERSITE="1")
-    env["MPLCONFIGDIR"] = os.path.join(scratch, ".matplotlib")
-    return env
+# bwrap's words for the spec's namespaces and filesystem steps (sandbox_spec.NAMESPACES, MOUNT_KINDS).
+BWRAP_NAMESPACES = {
+    "net": "--unshare-net",
+    "pid": "--unshare-pid",
+    "ipc": "--unshare-ipc",
+    "uts": "--unshare-uts",
+    "cgroup": "--unshare-cgroup-try",
+}
+BWRAP_MOUNTS = {kind: "--" + kind for kind in MOUNT_KINDS}
 
 
 def available() -> bool:
     return shutil.which("bwrap") is not None and shutil.which("prlimit") is not None
 
 
-def _ancestors(path: str) -> list[str]:
-    parts = Path(path).parts[1:-1]
-    return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
+def _bwrap_mount(step: tuple) -> list[str]:
+    kind, *operands = step
+    if kind in ("tmpfs", "dir"):
+        return ["--perms", format(operands[1], "04o"), BWRAP_MOUNTS[kind], operands[0]]
+    return [BWRAP_MOUNTS[kind], *operands]
 
 
-def _symlinks(path: str) -> list[str]:
-    """The folders on the way to `path` (itself included) that are symlinks, outermost first."""
-    found, current = [], "/"
-    for part in Path(path).parts[1:]:
-        current = os.path.join(current, part)
-        if os.path.islink(current):
-            found.append(current)
-            current = os.path.realpath(current)
-    return found
-
-
-def visible(path: str, steps: list[tuple] | None = None) -> bool:
-    """Whether `path`, as written, exists inside a sandbox built from `steps` (default: a new layout)."""
-    steps = steps if steps is not None else layout("/nonexistent-scratch", "/nonexistent-sockets")
-    targets = [step[2] for step in steps if step[0] in ("bind", "ro-bind", "symlink")]
-    current = "/"
-    for part in Path(path).parts[1:]:
-        current = os.path.join(current, part)
-        if any(current == t or current.startswith(t + "/") for t in targets):
-            return True
-    return False
-
-
-def layout(scratch: str, sockets: str) -> list[tuple]:
-    """The sandbox's whole filesystem, in the order it is built: one description
-    that both launchers follow, bwrap's command line (command) and the kernel
-    template's own mounts (template.py). Steps: ("dev", path), ("proc", path),
-    ("tmpfs", path, mode), ("dir", path, mode), ("symlink", target, path),
-    ("ro-bind" or "bind", source, target)."""
-    steps: list[tuple] = [("dev", "/dev"), ("proc", "/proc"), ("tmpfs", "/tmp", 0o1777)]
-    # A GPU's device nodes (bwrap's minimal /dev has none), and /sys, where CUDA reads its topology.
-    devices = gpu_devices()
-    steps += [("dev-bind", node, node) for node in devices]
-    if devices:
-        steps.append(("ro-bind", "/sys", "/sys"))
-    for folder in SYSTEM_FOLDERS:
-        if os.path.isdir(folder):
-            steps.append(("ro-bind", folder, folder))
-    for name in ("lib", "lib64", "lib32", "bin", "sbin"):
-        target = os.path.join("/", name)
-        if os.path.islink(target):
-            steps.append(("symlink", os.readlink(target), target))
-        elif os.path.isdir(target):
-            steps.append(("ro-bind", target, target))
-    # The interpreter and its environment, wherever they live (a venv inside the
-    # course folder, a pyenv build under /root): read-only, and reachable by the
-    # sandbox user, whatever the permissions of the folders above them.
-    environments = sorted({os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)})
-    mounts = [("ro-bind", p, p) for p in environments] + [("bind", scratch, scratch), ("bind", sockets, sockets)]
-    # An environment reached through a symlink (course/.venv -> elsewhere) is started by
-    # that path: the same symlink, inside the sandbox, leads to the bound real folder.
-    links = sorted({link for p in (sys.prefix, sys.base_prefix, sys.executable) for link in _symlinks(p)})
-    mounts += [
-        ("symlink", os.path.realpath(link), link)
-        for link in links
-        if not any(link == e or link.startswith(e + "/") for e in environments)
-    ]
-    # Folders bwrap would create on its own are private (0700) to root: make
-    # each one on the way explicitly, except /tmp (a 1777 tmpfs) and folders
-    # inside the read-only system binds, which exist already.
-    bound = [f for f in SYSTEM_FOLDERS if os.path.isdir(f)]
-    made = set()
-    for kind, _, target in mounts:
-        for parent in _ancestors(target + "/x" if kind != "symlink" else target):
-            inside_bind = any(parent == f or parent.startswith(f + "/") for f in bound)
-            if parent not in made and parent != "/tmp" and not inside_bind:
-                made.add(parent)
-                steps.append(("dir", parent, 0o755))
-    return steps + mounts
-
-
-# Where the NVIDIA driver's device nodes live (a test points this at fake ones).
-DEVICE_FOLDER = "/dev"
-NVIDIA_CONTROL = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")
-
-
-def gpu_devices(visible: str | None = None) -> list[str]:
-    """The NVIDIA device nodes a kernel needs for the GPUs this process may use: the control
-    nodes and /dev/nvidiaN for each index in CUDA_VISIBLE_DEVICES (all of them when it is unset
-    or names GPUs by UUID, which only the driver can map). Empty without an NVIDIA driver."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES") if visible is None else visible
-    folder = Path(DEVICE_FOLDER)
-    if not (folder / "nvidiactl").exists() or visible == "":
-        return []
-    gpus = sorted(p.name for p in folder.glob("nvidia[0-9]*") if p.name[6:].isdigit())
-    if visible and all(part.strip().isdigit() for part in visible.split(",")):
-        gpus = [f"nvidia{int(part)}" for part in visible.split(",") if (folder / f"nvidia{int(part)}").exists()]
-    return [str(folder / name) for name in (*NVIDIA_CONTROL, *gpus) if (folder / name).exists()]
-
-
-def limits(*, memory_mb: int, max_processes: int, file_mb: int) -> dict[str, int]:
-    """Each process's resource limits (soft and hard), by resource name as prlimit and setrlimit know them.
-
-    Memory: the data limit, on private writable memory (heap, writable private maps, counted when
-    mapped, written or not), not on address space: read-only maps and reservations don't count.
-    The CUDA build of torch maps ~3 GiB on import (CUDA reserves more): under a 2 GiB address-space
-    limit no kernel holding that torch could run. What it does not count: docs/security.md."""
-    return {
-        "data": memory_mb * 1024 * 1024,
-        "nproc": max_processes,
-        "fsize": file_mb * 1024 * 1024,
-        "nofile": 256,
-        "core": 0,
-    }
-
-
-def command(
-    inner: list[str],
-    scratch: str,
-    sockets: str,
-    *,
-    memory_mb: int,
-    max_processes: int,
-    file_mb: int,
-    uid: int | None,
-    steps: list[tuple] | None = None,
-) -> list[str]:
-    """The bwrap command line that runs `inner` in a sandbox around `scratch`
-    (`steps`: its layout(scratch, sockets), where the caller has it already)."""
-    args = [
-        "bwrap",
-        "--die-with-parent",
-        "--clearenv",
-        "--unshare-net",
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-        "--hostname",
-        HOSTNAME,
-    ]
-    for step in steps if steps is not None else layout(scratch, sockets):
-        kind = step[0]
-        if kind in ("dev", "proc"):
-            args += ["--" + kind, step[1]]
-        elif kind in ("tmpfs", "dir"):
-            args += ["--perms", format(step[2], "04o"), "--" + kind, step[1]]
-        else:
-            args += ["--" + kind, step[1], step[2]]
-    args += ["--chdir", scratch]
-    for name, value in clean_environment(scratch).items():
+def bwrap_args(spec: SandboxSpec, inner: list[str]) -> list[str]:
+    """The bwrap command line that runs `inner` in the sandbox `spec` describes (the normal
+    start's translation of it; a kernel forked from the template gets sandbox_fork.plan's)."""
+    args = ["bwrap", "--die-with-parent", "--clearenv", *(BWRAP_NAMESPACES[name] for name in spec.namespaces)]
+    args += ["--hostname", spec.hostname]
+    for step in spec.mounts:
+        args += _bwrap_mount(step)
+    args += ["--chdir", spec.chdir]
+    for name, value in spec.env.items():
         args += ["--setenv", name, value]
-    caps = limits(memory_mb=memory_mb, max_processes=max_processes, file_mb=file_mb)
-    prlimit = [shutil.which("prlimit") or "prlimit", *(f"--{name}={value}" for name, value in caps.items()), "--"]
-    if uid is not None:
+    prlimit = [
+        shutil.which("prlimit") or "prlimit",
+        *(f"--{name}={value}" for name, value in spec.limits.items()),
+        "--",
+    ]
+    if spec.uid is not None:
         # Root keeps only what becoming the sandbox user and emptying the bounding set need, and
         # setpriv drops it all. Without CAP_SETPCAP, Debian 12's setpriv (util-linux 2.38) left the
         # bounding set full silently, and Ubuntu 24.04's (2.39) starts nothing ("apply bounding set").
@@ -244,8 +97,8 @@ def command(
             "CAP_SETPCAP",
             "--",
             shutil.which("setpriv") or "setpriv",
-            f"--reuid={uid}",
-            f"--regid={uid}",
+            f"--reuid={spec.uid}",
+            f"--regid={spec.uid}",
             "--clear-groups",
             "--inh-caps=-all",
             "--bounding-set=-all",
@@ -347,7 +200,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         cmd = super().format_kernel_cmd(extra_arguments)
         # What a kernel template (template.py), the other launcher, needs to
         # build the same sandbox itself instead of running bwrap.
-        self.kernel_argv, self.sandbox_spec = cmd, None
+        self.kernel_argv, self.sandbox_spec = cmd, None  # sandbox_spec: a SandboxSpec once built
         if not self.enabled:
             return cmd
         scratch = self.scratch or self._sockets
@@ -360,24 +213,15 @@ class SandboxedKernelManager(AsyncKernelManager):
                 os.chown(path, uid, uid)
             os.chmod(self._sockets, 0o711)
             os.chmod(scratch, 0o711)
-        steps = layout(scratch, self._sockets)
-        self.sandbox_spec = {
-            "layout": steps,
-            "chdir": scratch,
-            "uid": uid,
-            "hostname": HOSTNAME,
-            "limits": limits(memory_mb=self.memory_mb, max_processes=self.max_processes, file_mb=self.file_mb),
-        }
-        return command(
-            cmd,
+        self.sandbox_spec = build(
             scratch,
             self._sockets,
+            uid=uid,
             memory_mb=self.memory_mb,
             max_processes=self.max_processes,
             file_mb=self.file_mb,
-            uid=uid,
-            steps=steps,
         )
+        return bwrap_args(self.sandbox_spec, cmd)
 
     async def _async_start_kernel(self, **kw):
         # What a student's kernel prints outside cells is not the grader's output.

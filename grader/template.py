@@ -28,12 +28,11 @@ Processes, for one kernel::
               `- init, pid 1 of a new pid namespace: reaps, exits with the kernel's status
                    `- kernel: its own user, limits, no capabilities      (sandboxed kernels)
 
-A sandboxed kernel (the grader's, see sandbox.py) gets exactly what bwrap
-would give it, built from the same `sandbox.layout`: new mount, pid, network,
-IPC and UTS namespaces; a fresh root holding only the system folders and the
-Python environment read-only, its scratch and socket folders writable, and
-private /tmp, /dev and /proc; the same resource limits, then no capabilities,
-no new privileges and the job's unprivileged uid. The template itself is
+A sandboxed kernel (the grader's) gets exactly what bwrap would give it: the
+kernel manager's one `sandbox_spec.SandboxSpec` travels with the request, and
+the fork makes it itself (sandbox_fork.py: namespaces, a fresh root of the
+spec's mounts, its limits, no capabilities, no new privileges, the job's
+unprivileged uid, its environment). The template itself is
 started with the allowlisted environment (nothing of the instructor's is in
 its memory for a fork to read), holds no files of the course, and is reached
 only through a socket in a folder private to the client. Nothing a kernel does
@@ -74,7 +73,7 @@ from jupyter_client.provisioning import LocalProvisioner
 from traitlets import Bool, Float
 
 from .linux import can_sandbox
-from .sandbox import clean_environment, gpu_devices
+from .sandbox_spec import SandboxSpec, clean_environment, gpu_devices
 from .template_server import INLINE_BACKEND, LAUNCHER, same_user, serve
 from .uids import is_private_folder
 
@@ -83,6 +82,9 @@ PROVISIONER_NAME = "course-kernel-template"
 SWITCH = "GRADER_KERNEL_TEMPLATE"
 # A running template's folder that every process of a session forks from (see shared_folder).
 SHARED = "GRADER_TEMPLATE_FOLDER"
+# A CUDA context does not survive a fork: a kernel whose spec binds a GPU starts normally, in bwrap
+# (the fork would build its sandbox all the same: tests/test_sandbox_paths.py turns this on).
+FORK_GPU_KERNELS = False
 # Its own logger: the notes must show even where a client quiets traitlets' (the grader does).
 log = logging.getLogger("grader.template")
 
@@ -351,7 +353,7 @@ class TemplateProvisioner(LocalProvisioner):
     use_template = Bool(True, help="fork kernels from a warm template (off: start each one normally)").tag(config=True)
     start_timeout = Float(120, help="seconds to wait for a template to import its modules").tag(config=True)
 
-    def _why_not(self, argv: list[str], sandbox: dict | None) -> str | None:
+    def _why_not(self, argv: list[str], sandbox: SandboxSpec | None) -> str | None:
         if not self.use_template or not enabled_by_environment():
             return f"switched off ({SWITCH} or TemplateProvisioner.use_template)"
         if (
@@ -360,9 +362,9 @@ class TemplateProvisioner(LocalProvisioner):
             or os.path.realpath(shutil.which(argv[0]) or argv[0]) != os.path.realpath(sys.executable)
         ):
             return f"the kernel command is not this Python's ipykernel: {' '.join(argv[:3])}"
-        if sandbox is not None and (not can_sandbox() or sandbox.get("uid") is None):
+        if sandbox is not None and (not can_sandbox() or sandbox.uid is None):
             return "a sandboxed kernel needs the grader to run as root on x86_64 or aarch64 Linux"
-        if gpu_devices():
+        if (sandbox.devices if sandbox is not None else gpu_devices()) and not FORK_GPU_KERNELS:
             return "a GPU is visible: a CUDA context cannot be forked, bwrap binds the GPU's devices"
         return None
 
@@ -382,7 +384,7 @@ class TemplateProvisioner(LocalProvisioner):
         log.warning("kernel template not used (%s): starting the kernel normally", reason)
         return await super().launch_kernel(cmd, **kwargs)
 
-    async def _fork(self, argv: list[str], sandbox: dict | None, kwargs: dict):
+    async def _fork(self, argv: list[str], sandbox: SandboxSpec | None, kwargs: dict):
         env = dict(kwargs.get("env") if kwargs.get("env") is not None else os.environ)
         if sandbox is None:
             env["JPY_PARENT_PID"] = str(os.getpid())  # as jupyter_client's launcher sets it
@@ -393,7 +395,7 @@ class TemplateProvisioner(LocalProvisioner):
             "env": env,
             "cwd": str(kwargs.get("cwd") or os.getcwd()),
             "umask": umask,
-            "sandbox": sandbox,
+            "sandbox": sandbox.to_json() if sandbox is not None else None,
         }
         streams = [
             _fd(kwargs.get("stdin", subprocess.DEVNULL), 0),

@@ -1,7 +1,8 @@
 """The template process itself (template.py is its client and provisioner): it imports
 torch and the kernel's libraries once, then for each request forks a keeper and a kernel,
-builds the kernel's sandbox by hand from `sandbox.layout` (namespaces, mounts, limits, the
-student's uid) and reports the kernel's exit. It never runs student code itself.
+puts the kernel in the sandbox the request's spec describes (sandbox_spec.py, translated by
+sandbox_fork.py: the same spec a normal start gives bwrap) and reports the kernel's exit. It
+never runs student code itself.
 """
 
 from __future__ import annotations
@@ -9,8 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import platform
-import resource
 import select
 import shutil
 import signal
@@ -20,9 +19,9 @@ import sys
 import tempfile
 import time
 import traceback
-from pathlib import Path
 
-from . import linux
+from . import linux, sandbox_fork
+from .sandbox_spec import SandboxSpec
 
 # Imported once here, not by every kernel: the kernel's libraries (a failure stops the template,
 # and kernels start normally), then a head start (ipykernel's debugger, debugpy's 110 modules, and
@@ -39,135 +38,6 @@ INDUCTOR_CACHE = "TORCHINDUCTOR_CACHE_DIR"
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 LAUNCHER = "ipykernel_launcher"
 log = logging.getLogger("grader.template")
-
-# -- what the sandbox is built from -------------------------------------------------------------
-DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
-DEVICE_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1"}
-DEVICE_LINKS.update(stderr="/proc/self/fd/2", ptmx="pts/ptmx", core="/proc/kcore")
-# Parts of /proc a kernel may read but never change (what bwrap makes read-only here).
-PROC_READ_ONLY = ("irq", "bus")
-RLIMITS = {"data": resource.RLIMIT_DATA, "nproc": resource.RLIMIT_NPROC, "fsize": resource.RLIMIT_FSIZE}
-RLIMITS.update(nofile=resource.RLIMIT_NOFILE, core=resource.RLIMIT_CORE)
-
-
-# -- the sandbox, built by hand from sandbox.layout ----------------------------------------------
-def _mount_flags(target: str) -> dict[str, int]:
-    """Every mount at or below `target` with the flags it has now (bind remounts must keep them)."""
-    found = {}
-    # Read between the two pivots: the host's /proc is under /oldroot, paths relative to the new root.
-    with open("/oldroot/proc/self/mountinfo", encoding="utf-8") as handle:
-        for line in handle:
-            fields = line.split()
-            point = fields[4].replace("\\040", " ")
-            if point == target or point.startswith(target.rstrip("/") + "/"):
-                found[point] = sum(linux.MOUNT_FLAGS.get(option, 0) for option in fields[5].split(","))
-    return found
-
-
-def _bind(source: str, target: str, read_only: bool) -> None:
-    if os.path.isdir(source):
-        os.makedirs(target, exist_ok=True)
-    else:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        open(target, "a").close()
-    linux.mount(source, target, None, linux.MS_BIND | linux.MS_REC)
-    extra = linux.MS_NOSUID | linux.MS_NODEV | (linux.MS_RDONLY if read_only else 0)
-    for point, flags in _mount_flags(target).items():
-        linux.mount(None, point, None, linux.MS_BIND | linux.MS_REMOUNT | flags | extra)
-
-
-def _make_dev(target: str) -> None:
-    os.makedirs(target, exist_ok=True)
-    linux.mount("tmpfs", target, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=0755")
-    for name in DEVICES:
-        if os.path.exists(f"/oldroot/dev/{name}"):
-            open(f"{target}/{name}", "a").close()
-            linux.mount(f"/oldroot/dev/{name}", f"{target}/{name}", None, linux.MS_BIND | linux.MS_NOSUID)
-    for name, points_to in DEVICE_LINKS.items():
-        os.symlink(points_to, f"{target}/{name}")
-    for name in ("shm", "pts"):
-        os.mkdir(f"{target}/{name}", 0o755)
-    try:
-        linux.mount(
-            "devpts", f"{target}/pts", "devpts", linux.MS_NOSUID | linux.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620"
-        )
-    except OSError:
-        pass  # no pseudo-terminals: nothing a notebook needs
-
-
-def _make_proc(target: str) -> None:
-    os.makedirs(target, exist_ok=True)
-    linux.mount("proc", target, "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC)
-    for name in PROC_READ_ONLY:
-        path = f"{target}/{name}"
-        if os.path.exists(path):
-            try:
-                _bind(path, path, read_only=True)
-            except OSError:
-                pass
-
-
-def _build_root(spec: dict, base: str) -> None:
-    """In fresh mount namespace, make `spec["layout"]` the whole filesystem (runs as pid 1, root)."""
-    linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
-    linux.mount("tmpfs", base, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=0755")
-    os.mkdir(f"{base}/newroot", 0o755)
-    linux.mount(f"{base}/newroot", f"{base}/newroot", None, linux.MS_BIND | linux.MS_REC)
-    os.mkdir(f"{base}/oldroot", 0o755)
-    if linux.SYS_PIVOT_ROOT is None:
-        raise OSError(f"no pivot_root number known for {platform.machine()}")
-    linux.check(linux.libc.syscall(linux.SYS_PIVOT_ROOT, base.encode(), f"{base}/oldroot".encode()), "pivot_root")
-    os.chdir("/")
-    for step in spec["layout"]:
-        kind = step[0]
-        new = "/newroot" + (step[2] if kind in ("symlink", "bind", "ro-bind") else step[1])
-        if kind == "dev":
-            _make_dev(new)
-        elif kind == "proc":
-            _make_proc(new)
-        elif kind == "tmpfs":
-            os.makedirs(new, exist_ok=True)
-            linux.mount("tmpfs", new, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, f"mode={step[2]:04o}")
-        elif kind == "dir":
-            os.makedirs(new, exist_ok=True)
-            os.chmod(new, step[2])
-        elif kind == "symlink":
-            os.symlink(step[1], new)
-        elif kind in ("bind", "ro-bind"):
-            _bind("/oldroot" + step[1], new, read_only=kind == "ro-bind")
-        else:
-            raise ValueError(f"unknown sandbox step {step!r}")
-    linux.check(linux.libc.umount2(b"/oldroot", linux.MNT_DETACH), "umount oldroot")
-    os.chdir("/newroot")
-    linux.check(linux.libc.syscall(linux.SYS_PIVOT_ROOT, b".", b"."), "pivot_root")
-    linux.check(linux.libc.umount2(b".", linux.MNT_DETACH), "umount old root")
-    os.chdir("/")
-
-
-def _loopback_up() -> None:
-    import fcntl
-    import struct
-
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        flags = struct.unpack("16sH", fcntl.ioctl(sock, linux.SIOCGIFFLAGS, struct.pack("16sH", b"lo", 0)))[1]
-        fcntl.ioctl(sock, linux.SIOCSIFFLAGS, struct.pack("16sH", b"lo", flags | linux.IFF_UP))
-
-
-def _become_student(spec: dict) -> None:
-    """Limits, then no capabilities and no way back, then the job's own uid (as setpriv and prlimit do)."""
-    for name, value in spec["limits"].items():
-        resource.setrlimit(RLIMITS[name], (value, value))
-    linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
-    last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
-    for cap in range(last + 1):
-        linux.prctl(linux.PR_CAPBSET_DROP, cap)
-    uid = spec["uid"]
-    os.setgroups([])
-    os.setresgid(uid, uid, uid)
-    os.setresuid(uid, uid, uid)
-    # A fresh process started as this user is dumpable (its /proc/self is its own);
-    # changing uid without exec clears the flag: set it as exec would.
-    linux.prctl(linux.PR_SET_DUMPABLE, 1)
 
 
 # -- one kernel ------------------------------------------------------------------------------
@@ -255,29 +125,19 @@ def _reset_matplotlib(env: dict) -> None:
     mpl.rcParams["backend"] = env.get("MPLBACKEND") or INLINE_BACKEND
 
 
-def _sandboxed_init(request: dict, base: str, ready: int) -> None:
+def _sandboxed_init(request: dict, plan: sandbox_fork.Plan, ready: int) -> None:
     """pid 1 of the kernel's namespaces: build the sandbox, fork the kernel, reap, exit with its status."""
-    spec = request["sandbox"]
     code = 70
     try:
-        flags = linux.CLONE_NEWNS | linux.CLONE_NEWNET | linux.CLONE_NEWIPC | linux.CLONE_NEWUTS
-        linux.unshare(flags)
-        try:
-            linux.unshare(linux.CLONE_NEWCGROUP)
-        except OSError:
-            pass
-        _build_root(spec, base)
-        socket.sethostname(spec["hostname"])
-        _loopback_up()
+        sandbox_fork.run(plan.init)
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)
-        request["env"]["PWD"] = spec["chdir"]  # as bwrap's --chdir sets it
+        request["env"] = plan.env
         kernel = os.fork()
         if kernel == 0:
             try:
                 os.setsid()
-                _become_student(spec)
-                os.chdir(spec["chdir"])
+                sandbox_fork.run(plan.kernel)
             except BaseException:
                 os.write(ready, traceback.format_exc().encode())
                 os._exit(70)
@@ -340,16 +200,17 @@ def _keeper(conn: socket.socket, request: dict, fds: list[int], base: str) -> No
             if fd > 2:
                 os.close(fd)
         sandbox = request.get("sandbox")
-        if sandbox:
-            linux.unshare(linux.CLONE_NEWPID)
+        plan = sandbox_fork.plan(SandboxSpec.from_json(sandbox), base) if sandbox else None
+        if plan is not None and plan.keeper:
+            linux.unshare(plan.keeper)
         read_end, ready = os.pipe()
         child = os.fork()
         if child == 0:
             conn.close()
             os.close(read_end)
             _close_fds({ready})
-            if sandbox:
-                _sandboxed_init(request, base, ready)
+            if plan is not None:
+                _sandboxed_init(request, plan, ready)
             _plain_kernel(request, ready)
         os.close(ready)
         report = b""

@@ -1,5 +1,7 @@
 """GPU grading: a sandboxed kernel sees exactly its worker's GPUs. Checked on fake device
-nodes through the sandbox's own spec and bwrap command line (no GPU needed), and by grading
+nodes through the sandbox's one spec and both its translations, bwrap's command line and a
+forked kernel's plan (no GPU needed; tests/test_sandbox_paths.py starts kernels both ways on
+fake nodes), and by grading
 lesson 7 for real: on the CPU in `make test`'s first pass (CUDA hidden), and on CUDA in its
 second pass where the machine has a GPU (the Makefile runs this module again there)."""
 
@@ -12,7 +14,7 @@ import submissions
 import torch
 from dask_processes import dask_cluster
 
-from grader import grade, sandbox, template
+from grader import grade, sandbox, sandbox_fork, sandbox_spec, template
 from tools import course
 
 pytestmark = [pytest.mark.gpu, pytest.mark.unit]
@@ -23,28 +25,28 @@ def fake_gpus(tmp_path, monkeypatch):
     """Two GPUs' device nodes, as the NVIDIA driver makes them."""
     for name in ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia0", "nvidia1"):
         (tmp_path / name).touch()
-    monkeypatch.setattr(sandbox, "DEVICE_FOLDER", str(tmp_path))
+    monkeypatch.setattr(sandbox_spec, "DEVICE_FOLDER", str(tmp_path))
     return tmp_path
 
 
 def test_a_kernel_gets_the_devices_of_its_workers_gpus_only(fake_gpus, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
-    nodes = sandbox.gpu_devices()
+    nodes = sandbox_spec.gpu_devices()
     assert nodes == [str(fake_gpus / n) for n in ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia1")]
-    steps = sandbox.layout("/tmp/scratch", "/tmp/sockets")
-    assert [s for s in steps if s[0] == "dev-bind"] == [("dev-bind", n, n) for n in nodes]
-    assert ("ro-bind", "/sys", "/sys") in steps
-    line = sandbox.command(
-        ["python"], "/tmp/scratch", "/tmp/sockets", memory_mb=2048, max_processes=32, file_mb=256, uid=None, steps=steps
-    )
-    joined = " ".join(line)
+    spec = sandbox_spec.build("/tmp/scratch", "/tmp/sockets", uid=64000, memory_mb=2048, max_processes=32, file_mb=256)
+    assert spec.devices == nodes
+    assert [s for s in spec.mounts if s[0] == "dev-bind"] == [("dev-bind", n, n) for n in nodes]
+    assert ("ro-bind", "/sys", "/sys") in spec.mounts
+    joined = " ".join(sandbox.bwrap_args(spec, ["python"]))
     assert f"--dev-bind {fake_gpus / 'nvidia1'} {fake_gpus / 'nvidia1'}" in joined
     assert str(fake_gpus / "nvidia0") not in joined, "another worker's GPU stays out"
+    # A forked kernel's sandbox would bind the same nodes (GPU kernels start normally: see below).
+    assert sandbox_fork.plan(spec, "/base").init[2] == ("root", "/base", spec.mounts)
 
 
 def test_cuda_visible_devices_reaches_the_kernel(fake_gpus, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    assert sandbox.clean_environment("/tmp/scratch")["CUDA_VISIBLE_DEVICES"] == "0"
+    assert sandbox_spec.clean_environment("/tmp/scratch")["CUDA_VISIBLE_DEVICES"] == "0"
 
 
 def test_memory_is_limited_by_private_writable_memory_not_address_space(fake_gpus, monkeypatch):
@@ -52,7 +54,7 @@ def test_memory_is_limited_by_private_writable_memory_not_address_space(fake_gpu
     space than they use (grader_cases' reserves_address_space grades under it)."""
     for visible in ("0", ""):
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
-        caps = sandbox.limits(memory_mb=2048, max_processes=32, file_mb=256)
+        caps = sandbox_spec.limits(memory_mb=2048, max_processes=32, file_mb=256)
         assert "as" not in caps and caps["data"] == 2048 * 1024 * 1024
 
 
@@ -63,9 +65,10 @@ def test_gpu_kernels_are_not_forked_from_the_template(fake_gpus, monkeypatch):
 
 
 def test_without_a_gpu_nothing_changes(tmp_path, monkeypatch):
-    monkeypatch.setattr(sandbox, "DEVICE_FOLDER", str(tmp_path))
-    assert sandbox.gpu_devices() == []
-    assert not [s for s in sandbox.layout("/tmp/a", "/tmp/b") if s[0] == "dev-bind"]
+    monkeypatch.setattr(sandbox_spec, "DEVICE_FOLDER", str(tmp_path))
+    assert sandbox_spec.gpu_devices() == []
+    assert not [s for s in sandbox_spec.layout("/tmp/a", "/tmp/b") if s[0] == "dev-bind" or s[1] == "/sys"]
+    assert sandbox_spec.build("/tmp/a", "/tmp/b", uid=None, memory_mb=1, max_processes=1, file_mb=1).devices == []
 
 
 def graded_lesson_7(tmp_path, extra: dict[str, str] | None = None, **options) -> tuple:

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from conftest import ROOT
-from grader import sandbox
+from grader import sandbox, sandbox_spec
 from tools import course
 
 pytestmark = pytest.mark.integration
@@ -52,10 +52,9 @@ def test_command_line_grades_a_folder_and_warns_once_without_sandbox(tmp_path, c
 def test_sandbox_makes_every_folder_on_the_way_to_the_environment_reachable(monkeypatch):
     # A clone under /tmp (as CI makes) puts the venv below the sandbox's private
     # /tmp; folders bwrap made on its own would be 0700 and hide Python.
-    monkeypatch.setattr(sandbox.sys, "prefix", "/tmp/clone/.venv")
-    args = sandbox.command(
-        ["python"], "/tmp/scratch-1", "/tmp/sockets-1", memory_mb=100, max_processes=10, file_mb=1, uid=64000
-    )
+    monkeypatch.setattr(sandbox_spec.sys, "prefix", "/tmp/clone/.venv")
+    spec = sandbox_spec.build("/tmp/scratch-1", "/tmp/sockets-1", uid=64000, memory_mb=100, max_processes=10, file_mb=1)
+    args = sandbox.bwrap_args(spec, ["python"])
     made = [args[i + 1] for i, arg in enumerate(args) if arg == "--dir"]
     assert "/tmp/clone" in made and "/tmp" not in made
     for folder in made:
@@ -71,24 +70,23 @@ def test_sandbox_makes_every_folder_on_the_way_to_the_environment_reachable(monk
 def test_sandbox_command_line_clears_the_environment_and_sets_only_the_allowlist(monkeypatch):
     monkeypatch.setenv("GRADER_TEST_TOKEN", "planted")
     monkeypatch.setenv("LC_ALL", "C.UTF-8")
-    args = sandbox.command(
-        ["python"], "/tmp/scratch-2", "/tmp/sockets-2", memory_mb=100, max_processes=10, file_mb=1, uid=64000
-    )
+    spec = sandbox_spec.build("/tmp/scratch-2", "/tmp/sockets-2", uid=64000, memory_mb=100, max_processes=10, file_mb=1)
+    args = sandbox.bwrap_args(spec, ["python"])
     assert "--clearenv" in args and args.index("--clearenv") < args.index("--setenv")
     given = {args[i + 1]: args[i + 2] for i, arg in enumerate(args) if arg == "--setenv"}
     assert given["HOME"] == "/tmp/scratch-2" and given["LC_ALL"] == "C.UTF-8"
     assert "GRADER_TEST_TOKEN" not in given and "planted" not in args
-    set_here = {"LC_ALL", "HOME", "USER", "LOGNAME", "TMPDIR", "MPLCONFIGDIR", "PYTHONNOUSERSITE"}
-    assert set(given) <= set(sandbox.PASSED_THROUGH) | set_here
+    set_here = {"LC_ALL", "HOME", "USER", "LOGNAME", "TMPDIR", "MPLCONFIGDIR", "PYTHONNOUSERSITE", "PWD"}
+    assert set(given) <= set(sandbox_spec.PASSED_THROUGH) | set_here
     assert given["USER"] == given["LOGNAME"] == "student", "no real user's name, and never the instructor's"
 
 
 @pytest.mark.unit
 def test_grading_kernels_run_torch_on_one_thread_unless_the_instructor_sets_omp_num_threads(monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    assert sandbox.clean_environment("/tmp/scratch")["OMP_NUM_THREADS"] == sandbox.KERNEL_THREADS == "1"
+    assert sandbox_spec.clean_environment("/tmp/scratch")["OMP_NUM_THREADS"] == sandbox_spec.KERNEL_THREADS == "1"
     monkeypatch.setenv("OMP_NUM_THREADS", "4")
-    assert sandbox.clean_environment("/tmp/scratch")["OMP_NUM_THREADS"] == "4"
+    assert sandbox_spec.clean_environment("/tmp/scratch")["OMP_NUM_THREADS"] == "4"
 
 
 def test_root_grades_the_course_there_with_its_own_config_and_leaves_tracked_files_alone(tmp_path, monkeypatch):

@@ -32,7 +32,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.provisioning import KernelProvisionerFactory
 
 from conftest import ROOT
-from grader import export, grade, sandbox, template, uids
+from grader import export, grade, sandbox, sandbox_spec, template, uids
 from tools import course
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
@@ -225,8 +225,8 @@ def test_a_forked_kernel_sees_exactly_the_sandbox_a_normal_one_sees(graded):
     # The memory limit is the data limit (grade.Options' default), in both.
     memory = grade.Options.memory_mb * 1024 * 1024
     assert f"LIMITS [({memory}, {memory}), " in forked, forked
-    # torch's CPU threads: one per grading kernel (sandbox.KERNEL_THREADS), forked or not.
-    assert f"THREADS {sandbox.KERNEL_THREADS}" in forked, forked
+    # torch's CPU threads: one per grading kernel (sandbox_spec.KERNEL_THREADS), forked or not.
+    assert f"THREADS {sandbox_spec.KERNEL_THREADS}" in forked, forked
     for key in (
         "IDS",
         "CAPS",
