@@ -18,6 +18,7 @@ def make_plain(tensor_types, size_type, tensor_tolist, dtype_name, numpy=None, l
     built-in type's own C method (`int.__int__`, `dict.items`, `numpy.generic.item`, ...), so a
     student's class can change how it compares or prints, never what is read."""
     _type, _repr, _str, _len, _list, _tuple, _dict, _any = type, repr, str, len, list, tuple, dict, any
+    _float, _value_error = float, ValueError
     name_of = _type.__dict__["__name__"].__get__
     mro_of = _type.__dict__["__mro__"].__get__
     tuple_iter, list_iter, dict_items = _tuple.__iter__, _list.__iter__, _dict.items
@@ -36,10 +37,10 @@ def make_plain(tensor_types, size_type, tensor_tolist, dtype_name, numpy=None, l
     def encode(value, budget):
         budget[0] -= 1
         if budget[0] < 0:
-            raise ValueError("the judged results are too large")
+            raise _value_error("the judged results are too large")
         kind = _type(value)
         if one_of(kind, exact):
-            return "non-finite" if kind is float and _repr(value) in ("nan", "inf", "-inf") else value
+            return "non-finite" if kind is _float and _repr(value) in ("nan", "inf", "-inf") else value
         if one_of(kind, tensor_types):
             values = tensor_tolist(value)
             text = _repr(values)

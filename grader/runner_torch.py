@@ -14,7 +14,8 @@ def guard_dispatcher(torch, refuse):
     """Install the guards on torch._C; return `dispatch_state()`, the calling thread's dispatch
     keys switched on and off, as text."""
     C = torch._C
-    _type, _str, _id, _any = type, str, id, any
+    _type, _str, _id, _any, _exception = type, str, id, any, Exception
+    torch_namespaces = TORCH_NAMESPACES
     module_type, key_type, key_name = C._DispatchModule, C.DispatchKey, C._dispatch_key_name
     has_kernel, as_text = C._dispatch_has_kernel, C._dispatch_keyset_to_string
     included, excluded = C._dispatch_tls_local_include_set, C._dispatch_tls_local_exclude_set
@@ -40,13 +41,13 @@ def guard_dispatcher(torch, refuse):
         if _type(name) is not _str:
             return True
         if "::" in name:
-            return name.split("::", 1)[0] in TORCH_NAMESPACES
+            return name.split("::", 1)[0] in torch_namespaces
         known = namespaces.get(_id(library))
         if known is not None and known[0] is library:
-            return known[1] in TORCH_NAMESPACES
+            return known[1] in torch_namespaces
         try:  # a library made before start (torch's own): named after the operator it would touch
-            return _any(has_kernel(f"{ns}::{name}") for ns in TORCH_NAMESPACES)
-        except Exception:
+            return _any(has_kernel(f"{ns}::{name}") for ns in torch_namespaces)
+        except _exception:
             return True
 
     def is_meta(dispatch):
@@ -66,7 +67,7 @@ def guard_dispatcher(torch, refuse):
         return guard
 
     def impl_with_aoti_compile(self, ns, name, dispatch, *args, **kwargs):
-        if (_type(ns) is not _str or ns in TORCH_NAMESPACES) and not is_meta(dispatch):
+        if (_type(ns) is not _str or ns in torch_namespaces) and not is_meta(dispatch):
             refuse(what)
         return originals["impl_with_aoti_compile"](self, ns, name, dispatch, *args, **kwargs)
 
@@ -87,3 +88,33 @@ def guard_dispatcher(torch, refuse):
         return as_text(included()) + as_text(excluded())
 
     return dispatch_state
+
+
+def torch_state(torch, refuse):
+    """The references the runner keeps of torch at start, by name, with the dispatcher's guards
+    installed (`guard_dispatcher`): what a judge's data treats as a tensor (tensor_types,
+    size_type, tensor_tolist, dtype_name), the torch function and dispatch mode stacks
+    (function_stack, pop_function_mode, dispatch_stack) and `dispatch_state`. Without torch,
+    stand-ins that find nothing."""
+    if torch is None:
+        return {
+            "tensor_types": (),
+            "size_type": None,
+            "tensor_tolist": None,
+            "dtype_name": None,
+            "function_stack": lambda: 0,
+            "pop_function_mode": None,
+            "dispatch_stack": lambda: 0,
+            "dispatch_state": lambda: "",
+        }
+    C = torch._C
+    return {
+        "tensor_types": (torch.Tensor, torch.nn.Parameter),  # what a judge receives as a tensor
+        "size_type": torch.Size,
+        "tensor_tolist": C.TensorBase.tolist,
+        "dtype_name": C.TensorBase.__dict__["dtype"].__get__,
+        "function_stack": C._len_torch_function_stack,
+        "pop_function_mode": C._pop_torch_function_stack,
+        "dispatch_stack": getattr(C, "_len_torch_dispatch_stack", lambda: 0),
+        "dispatch_state": guard_dispatcher(torch, refuse),
+    }

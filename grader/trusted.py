@@ -31,9 +31,21 @@ from pathlib import Path
 from IPython.core.inputtransformer2 import TransformerManager
 from nbformat import NotebookNode
 
-# The kernel runs one file: what the runner hands back and resets, then the runner that uses them.
+# The kernel runs one file, the runner's parts in this order: each after the parts it imports
+# (runner.py, the assembly, last). See `assemble`.
 RUNNER_PARTS = tuple(
-    Path(__file__).with_name(f"{name}.py") for name in ("runner_data", "runner_reset", "runner_torch", "runner")
+    Path(__file__).with_name(f"{name}.py")
+    for name in (
+        "runner_who",
+        "runner_audit",
+        "runner_hooks",
+        "runner_test",
+        "runner_channel",
+        "runner_data",
+        "runner_reset",
+        "runner_torch",
+        "runner",
+    )
 )
 RUNNER_FILE = ".grader-runner.py"
 RUNNER_SOCKET = ".grader-runner.sock"
@@ -60,8 +72,34 @@ def install(scratch: str) -> None:
     """Put the runner where the kernel's start-up line reads it (it deletes the file once read)."""
     target = os.path.join(scratch, RUNNER_FILE)
     with open(target, "w") as out:
-        out.write("\n".join(part.read_text() for part in RUNNER_PARTS))
+        out.write(assemble())
     os.chmod(target, 0o644)
+
+
+def is_part_import(node: ast.stmt) -> bool:
+    """Whether a statement of a runner part is one the assembly leaves out: an import of another
+    part (`from grader.runner_x import ...`) or `from __future__ import annotations`."""
+    return isinstance(node, ast.ImportFrom) and (
+        node.module == "__future__" or (node.module or "").startswith("grader.runner")
+    )
+
+
+def assemble(parts: tuple[Path, ...] = RUNNER_PARTS) -> str:
+    """The start-up file: the parts' sources in order, executed by BOOT_LINE in one private
+    namespace. Each part's imports of other parts are left out (blank lines, so that line
+    numbers within a part stay), since the earlier parts define those names in that same
+    namespace; `from __future__ import annotations` is written once, first (the parts'
+    annotations are never evaluated in the kernel). tests/test_runner_parts.py checks that every
+    name a part imports from another is defined by an earlier one."""
+    out = ["from __future__ import annotations"]
+    for part in parts:
+        source = part.read_text(encoding="utf-8")
+        lines = source.splitlines()
+        for node in ast.parse(source).body:
+            if is_part_import(node):
+                lines[node.lineno - 1 : node.end_lineno] = [""] * (node.end_lineno - node.lineno + 1)
+        out += [f"# -- grader/{part.name}", *lines]
+    return "\n".join(out) + "\n"
 
 
 class RunnerChannel:
