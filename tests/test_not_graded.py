@@ -16,6 +16,7 @@ import grader_cases
 import grading_checks
 import nbformat
 import pytest
+import submissions
 from not_graded_cases import CRASHES, check_crashes_graded, crash, grade_cli, write_class, write_crashes
 from submissions import points
 
@@ -152,3 +153,27 @@ def test_a_symlinked_environment_grades(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     row = export.read_csv(root / "grades" / f"{A}.csv")[0]
     assert (row["status"], row["score"]) == ("graded", f"{FULL:g}"), row
+
+
+def test_an_endless_loop_costs_its_own_item_only(tmp_path):
+    """weird_init_ never returns: its own tests time out (the first at the cell limit, the next at
+    most limit_after_timeout), while my_init, built on it, keeps its point: its tests grade my_init
+    alone, with a stand-in for the weird_init_ it calls."""
+    lesson = "03_initialization"
+    source = submissions.answer_source(lesson, "weird_init_")
+    looping = source.replace(
+        "def weird_init_(tensor):\n", "def weird_init_(tensor):\n    while True:\n        pass\n", 1
+    )
+    assert looping != source, "the model weird_init_ no longer starts with its def line"
+    root = tmp_path / "course"
+    course.temporary_course(root, [lesson])
+    folder = tmp_path / "class"
+    folder.mkdir()
+    nbformat.write(submissions.answered(lesson, {"weird_init_": looping}), folder / "loops.ipynb")
+    (row,) = grade.run(grade.Options(lesson, folder, jobs=1, root=root, cell_timeout=5, interrupt_grace=3))
+    own = {test_id: p for test_id, p in points(lesson).items() if test_id.startswith("test_weird_init_")}
+    assert len(own) == 2, own
+    assert (row.status, row.score) == ("graded", submissions.full_score(lesson) - sum(own.values())), row.detail
+    for test_id in own:
+        assert f"{test_id}: timed out after 5 s" in row.detail, row.detail
+    assert "test_my_init" not in row.detail, row.detail

@@ -274,17 +274,44 @@ def my_init(m):
     ### END SOLUTION
 
 # %% tests grade_id="test_my_init" points=1
-# These tests compare distributions, not exact values: each nn.Linear weight that
-# my_init leaves must look like what your own weird_init_ makes of a copy of it
-# (a two-sample Kolmogorov-Smirnov distance, the largest gap between the two
-# empirical CDFs). So they grade my_init alone (weird_init_ has its own test
-# above), and they work however my_init reaches weird_init_ (a call, or a default
-# argument bound to it) and whatever random generator weird_init_ uses. With at
-# least 18 000 entries on each side the distance between two samples of one
-# distribution stays below 0.05 except with probability under 1e-19, while every
-# wrong answer we know is 0.25 or more away (weights left at the default, or
-# drawn from U(-10, 10) without zeros). The tests call my_init under
-# torch.no_grad(), so a weird_init_ that forgets no_grad costs only its own item.
+# These tests grade my_init alone (weird_init_ has its own tests above). While they
+# run, the weird_init_ that my_init calls is a stand-in that marks the tensor it is
+# given, so a weird_init_ that is wrong, or never returns, costs only its own item.
+# An answer that reaches weird_init_ another way (a default argument bound to it)
+# is compared instead with what your own weird_init_ makes of a copy of each weight:
+# a two-sample Kolmogorov-Smirnov distance, the largest gap between the two
+# empirical CDFs. With at least 18 000 entries on each side the distance between
+# two samples of one distribution stays below 0.05 except with probability under
+# 1e-19, while every wrong answer we know is 0.25 or more away. The tests call
+# my_init under torch.no_grad(), so a weird_init_ that forgets no_grad costs only
+# its own item.
+_MARK = 0.125  # what the stand-in writes: no default initialization gives a whole tensor of it
+_given = []
+
+
+def _stand_in(tensor):
+    """weird_init_ while these tests run: marks the tensor it gets, in place."""
+    _given.append(tensor)
+    with torch.no_grad():
+        return tensor.fill_(_MARK)
+
+
+def _with_stand_in(call):
+    """Run call() under torch.no_grad() with the stand-in as my_init's weird_init_; whether it was used."""
+    _given.clear()
+    names = getattr(my_init, "__globals__", {})
+    own = names.get("weird_init_")
+    if own is not None:
+        names["weird_init_"] = _stand_in
+    try:
+        with torch.no_grad():
+            call()
+    finally:
+        if own is not None:
+            names["weird_init_"] = own
+    return bool(_given)
+
+
 def _ks_distance(a, b):
     """Largest gap between the empirical CDFs of the entries of a and b."""
     a, b = a.detach().flatten().double().sort().values, b.detach().flatten().double().sort().values
@@ -294,31 +321,32 @@ def _ks_distance(a, b):
     return (cdf_a - cdf_b).abs().max().item()
 
 
-def _reference(weight):
-    """What weird_init_ makes of a copy of `weight` (the copy, not the return value)."""
-    copy = weight.detach().clone()
+def _initialized(weight, before, stood_in):
+    """Whether my_init gave `weight` (which held `before`) to weird_init_: marked by the stand-in,
+    or, when my_init reached weird_init_ another way, distributed as weird_init_ makes a copy of it."""
+    if stood_in:
+        return bool((weight.detach() == _MARK).all())
+    copy = before.clone()
     with torch.no_grad():
         weird_init_(copy)
-    return copy
+    return _ks_distance(weight, copy) < 0.05
 
 
 torch.manual_seed(30)
 _net = nn.Sequential(nn.Linear(120, 150), nn.ReLU(),
                      nn.Sequential(nn.Linear(150, 140), nn.BatchNorm1d(140)), nn.Linear(140, 130))
 _linears = [_net[0], _net[2][0], _net[3]]
-_expected = [_reference(m.weight) for m in _linears]
+_before = [m.weight.detach().clone() for m in _linears]
 _bn = _net[2][1].weight.detach().clone()
 _biases = [m.bias.detach().clone() for m in _linears]
 _weights = [m.weight for m in _linears]
-with torch.no_grad():
-    _net.apply(my_init)
+_stood_in = _with_stand_in(lambda: _net.apply(my_init))
 assert all(m.weight is w for m, w in zip(_linears, _weights)), \
     "my_init replaced a weight with a new Parameter: pass the layer's own weight to weird_init_, which changes it in place."
-_gaps = [_ks_distance(m.weight, e) for m, e in zip(_linears, _expected)]
-assert _gaps[0] < 0.05 and _gaps[2] < 0.05, \
-    f"The nn.Linear weights do not look like weird_init_'s output (distances {[round(g, 3) for g in _gaps]}): " \
-    "call weird_init_(m.weight) when m is an nn.Linear."
-assert _gaps[1] < 0.05, \
+_done = [_initialized(m.weight, b, _stood_in) for m, b in zip(_linears, _before)]
+assert _done[0] and _done[2], \
+    "The nn.Linear weights were not initialized by weird_init_: call weird_init_(m.weight) when m is an nn.Linear."
+assert _done[1], \
     "The Linear inside the nested block was not initialized: handle the module you are given, net.apply visits the rest."
 assert torch.equal(_net[2][1].weight, _bn), "The BatchNorm weight changed: only nn.Linear modules should be touched."
 assert all(torch.equal(m.bias, b) for m, b in zip(_linears, _biases)), "Only the weights should change, not the biases."
@@ -327,30 +355,27 @@ torch.manual_seed(31)
 _net = nn.Sequential(nn.Conv1d(2, 4, 3), nn.Flatten(), nn.Linear(200, 100, bias=False), nn.LayerNorm(100))
 _conv = _net[0].weight.detach().clone()
 _norm = _net[3].weight.detach().clone()
-_expected = _reference(_net[2].weight)
+_before = _net[2].weight.detach().clone()
 _param = _net[2].weight
-with torch.no_grad():
-    _net.apply(my_init)
+_stood_in = _with_stand_in(lambda: _net.apply(my_init))
 assert torch.equal(_net[0].weight, _conv), "A Conv1d weight changed: only nn.Linear modules should be touched."
 assert torch.equal(_net[3].weight, _norm), "A LayerNorm weight changed: only nn.Linear modules should be touched."
-assert _ks_distance(_net[2].weight, _expected) < 0.05, "A Linear without bias should get weird_init_ on its weight too."
+assert _initialized(_net[2].weight, _before, _stood_in), "A Linear without bias should get weird_init_ on its weight too."
 assert _net[2].weight is _param and isinstance(_param, nn.Parameter), \
     "The weight should stay the layer's own parameter: change it in place."
 _lone = nn.Linear(150, 150)
-_expected = _reference(_lone.weight)
-with torch.no_grad():
-    my_init(_lone)
-assert _ks_distance(_lone.weight, _expected) < 0.05, \
+_before = _lone.weight.detach().clone()
+_stood_in = _with_stand_in(lambda: my_init(_lone))
+assert _initialized(_lone.weight, _before, _stood_in), \
     "Called directly on one nn.Linear, my_init should initialize its weight."
 _text = nn.Sequential(nn.Embedding(200, 100), nn.Linear(100, 200))  # an embedding's weight is 2-D, like a Linear's
 _table = _text[0].weight.detach().clone()
-_expected = _reference(_text[1].weight)
-with torch.no_grad():
-    _text.apply(my_init)
+_before = _text[1].weight.detach().clone()
+_stood_in = _with_stand_in(lambda: _text.apply(my_init))
 assert torch.equal(_text[0].weight, _table), \
     "An nn.Embedding's weight changed: it is 2-D like a Linear's, but only nn.Linear modules should be touched, so " \
     "check the module's type (isinstance(m, nn.Linear)), not the shape of its weight."
-assert _ks_distance(_text[1].weight, _expected) < 0.05, "The nn.Linear after an nn.Embedding should be initialized too."
+assert _initialized(_text[1].weight, _before, _stood_in), "The nn.Linear after an nn.Embedding should be initialized too."
 ### END HIDDEN TESTS
 
 # %% [markdown]
