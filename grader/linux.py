@@ -1,5 +1,5 @@
 """Linux interfaces that Python 3.11's standard library does not wrap, through ctypes: the
-flags and calls the template (template_server.py) builds each kernel's sandbox with."""
+flags and calls a kernel forked from the template builds its sandbox with (sandbox_fork.py)."""
 
 from __future__ import annotations
 
