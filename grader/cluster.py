@@ -7,10 +7,11 @@ to a worker of a running `dask scheduler` (or of a LocalCluster for
 - keeps, per worker and assignment, a private scratch course built from the
   course files the client sent (config, source and released notebook), with a
   gradebook of its own that nothing else reads;
-- grades the one submission there with the course's engine (pipeline.py), so
+- grades the one submission (every notebook of the assignment, with the files handed in
+  beside them) there with the course's engine (pipeline.py), so
   the student's code runs in the bubblewrap sandbox a kernel start creates,
   never in the worker process itself;
-- returns the autograded notebook. The client stores it in its own
+- returns the autograded notebooks. The client stores them in its own
   autograded/ folder and records the scores with nbgrader's own SaveAutoGrades
   step, exactly as a local autograde does.
 
@@ -47,24 +48,19 @@ _worker_state: dict = {}
 
 
 def course_files(config, assignment: str) -> dict[str, bytes]:
-    """What a worker needs to grade `assignment`: the course's config, source and release."""
+    """What a worker needs to grade `assignment`: the course's config, and the assignment's source
+    and release folders (every notebook of it, and the files its notebooks read beside them)."""
 
     coursedir = CourseDirectory(config=config)
     root = Path(coursedir.root)
-    notebook = f"{assignment}.ipynb"
+    files = {"nbgrader_config.py": (root / "nbgrader_config.py").read_bytes()}
     # Named as the course's own config names its folders, which the worker reads again.
-    paths = {
-        "nbgrader_config.py": root / "nbgrader_config.py",
-        f"{coursedir.source_directory}/{assignment}/{notebook}": Path(
-            coursedir.format_path(coursedir.source_directory, ".", assignment)
-        )
-        / notebook,
-        f"{coursedir.release_directory}/{assignment}/{notebook}": Path(
-            coursedir.format_path(coursedir.release_directory, ".", assignment)
-        )
-        / notebook,
-    }
-    return {name: path.read_bytes() for name, path in paths.items()}
+    for kind in (coursedir.source_directory, coursedir.release_directory):
+        folder = Path(coursedir.format_path(kind, ".", assignment))
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and ".ipynb_checkpoints" not in path.parts:
+                files[f"{kind}/{assignment}/{path.relative_to(folder).as_posix()}"] = path.read_bytes()
+    return files
 
 
 def _worker_folder() -> str | None:
@@ -111,8 +107,9 @@ def _scratch_api(files: dict[str, bytes], assignment: str, options):
     return api
 
 
-def grade_one(files: dict[str, bytes], assignment: str, grader_id: str, submission: bytes, options):
-    """Run on a Dask worker: grade one submission; returns (ok, message, autograded notebook JSON or None)."""
+def grade_one(files: dict[str, bytes], assignment: str, grader_id: str, submission: dict[str, bytes], options):
+    """Run on a Dask worker: grade one submission (its folder's files, by name); returns (ok,
+    message, {notebook: autograded notebook JSON} or None)."""
     api = _scratch_api(files, assignment, options)
     root = Path(api.coursedir.root)
     folders = [
@@ -121,38 +118,46 @@ def grade_one(files: dict[str, bytes], assignment: str, grader_id: str, submissi
     ]
     target = folders[0] / assignment
     target.mkdir(parents=True, exist_ok=True)
-    (target / f"{assignment}.ipynb").write_bytes(submission)
+    for name, data in submission.items():
+        (target / name).write_bytes(data)
     try:
         result = api.autograde(assignment, grader_id, force=True, create=True)
-        path = folders[1] / assignment / f"{assignment}.ipynb"
-        text = path.read_text(encoding="utf-8") if path.exists() else None
-        return bool(result["success"]), settings.failure_cause(result, assignment, grader_id), text
+        graded = {
+            path.stem: path.read_text(encoding="utf-8") for path in sorted((folders[1] / assignment).glob("*.ipynb"))
+        }
+        return bool(result["success"]), settings.failure_cause(result, assignment, grader_id), graded or None
     finally:
         for folder in folders:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def grade_task(files: dict[str, bytes], options, handed_in: tuple[str, bytes]):
-    """A cluster task (parallel.run_each's call): grade_one for a (grader_id, notebook bytes) pair."""
+def grade_task(files: dict[str, bytes], options, handed_in: tuple[str, dict[str, bytes]]):
+    """A cluster task (parallel.run_each's call): grade_one for a (grader_id, {file name: bytes}) pair."""
     grader_id, submission = handed_in
     return grade_one(files, options.assignment, grader_id, submission, options)
 
 
-def record(config, assignment: str, grader_id: str, text: str) -> None:
-    """Store a worker's autograded notebook in the client's course and gradebook (nbgrader's SaveAutoGrades)."""
+def record(config, assignment: str, grader_id: str, graded: dict[str, str]) -> None:
+    """Store a worker's autograded notebooks in the client's course and gradebook (nbgrader's SaveAutoGrades)."""
 
     coursedir = CourseDirectory(config=config)
-    nb = nbformat.reads(text, as_version=4)
     folder = Path(coursedir.format_path(coursedir.autograded_directory, grader_id, assignment))
     folder.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, folder / f"{assignment}.ipynb")
     with Gradebook(coursedir.db_url, coursedir.course_id) as gradebook:
         gradebook.update_or_create_student(grader_id)
         gradebook.update_or_create_submission(assignment, grader_id)
-    resources = {
-        "nbgrader": {"assignment": assignment, "notebook": assignment, "student": grader_id, "db_url": coursedir.db_url}
-    }
-    SaveAutoGrades(config=config).preprocess(nb, resources)
+    for notebook, text in graded.items():
+        nb = nbformat.reads(text, as_version=4)
+        nbformat.write(nb, folder / f"{notebook}.ipynb")
+        resources = {
+            "nbgrader": {
+                "assignment": assignment,
+                "notebook": notebook,
+                "student": grader_id,
+                "db_url": coursedir.db_url,
+            }
+        }
+        SaveAutoGrades(config=config).preprocess(nb, resources)
 
 
 class ClusterUnusable(RuntimeError):
@@ -211,7 +216,7 @@ def _check_workers(client, resources: dict[str, float] | None) -> None:
 
 
 def run_tasks(options, config, tasks: list[tuple[str, Path]]):
-    """Grade (grader_id, file) pairs on the cluster; yields (grader_id, ok, message) as they finish.
+    """Grade (grader_id, submitted folder) pairs on the cluster; yields (grader_id, ok, message) as they finish.
     The same loop as local grading (parallel.py), on the client's executor."""
     files = course_files(config, options.assignment)
     client, cluster = connect(options.scheduler, options.jobs, options.resources)
@@ -223,15 +228,18 @@ def run_tasks(options, config, tasks: list[tuple[str, Path]]):
         # pure=False: a key of its own for each task of each run, on a scheduler other runs may share.
         executor = client.get_executor(retries=RETRIES, pure=False, resources=options.resources)
         call = functools.partial(grade_task, files, replace(options, scheduler=None))
-        handed_in = [(grader_id, path.read_bytes()) for grader_id, path in tasks]
+        handed_in = [
+            (grader_id, {path.name: path.read_bytes() for path in sorted(folder.iterdir()) if path.is_file()})
+            for grader_id, folder in tasks
+        ]
         for (grader_id, _), value, reason in parallel.run_each(executor, call, handed_in):
             if value is None:  # the task failed on every try, or its workers kept dying
                 yield grader_id, False, f"grading failed on the cluster: {reason}"
                 continue
-            ok, message, text = value
-            if text is not None:
-                record(config, options.assignment, grader_id, text)
-            yield grader_id, ok and text is not None, message
+            ok, message, graded = value
+            if graded is not None:
+                record(config, options.assignment, grader_id, graded)
+            yield grader_id, ok and graded is not None, message
     finally:
         client.close()
         if cluster is not None:

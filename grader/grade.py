@@ -227,11 +227,6 @@ def run(options: Options) -> list[Row]:
     coursedir = CourseDirectory(config=config)
     course.register(course.api(config), options.assignment)
     notebooks = notebook_names(config, options.assignment)
-    if options.scheduler and len(notebooks) > 1:
-        raise RuntimeError(
-            f"--scheduler grades assignments of one notebook; {options.assignment} has {len(notebooks)}: "
-            "grade it without --scheduler"
-        )
     submissions = collect.collect(options.submissions, options.assignment, notebooks)
     prepare(options, submissions, config, registered=True)
     to_grade = [s.grader_id for s in submissions if s.source is not None]
@@ -242,9 +237,7 @@ def run(options: Options) -> list[Row]:
     results: Iterator[tuple[str, bool, str]]
     if options.scheduler and to_grade:
         a = options.assignment
-        submitted = [
-            (gid, Path(coursedir.format_path(coursedir.submitted_directory, gid, a)) / f"{a}.ipynb") for gid in to_grade
-        ]
+        submitted = [(gid, Path(coursedir.format_path(coursedir.submitted_directory, gid, a))) for gid in to_grade]
         results = cluster.run_tasks(options, config, submitted)
     else:
         shared = _shared_template() if templated else None

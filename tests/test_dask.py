@@ -17,6 +17,7 @@ import psutil
 import pytest
 import submissions
 from dask_processes import dask_cluster, grade_rows
+from test_nbgrader_course import check_the_documentation_course
 
 from grader import uids
 from grader.cluster import ClusterUnusable
@@ -133,3 +134,9 @@ def test_tasks_asking_for_a_resource_no_worker_offers_are_refused_at_once(cluste
     nbformat.write(submissions.answered(A), folder / "ana.ipynb")
     with pytest.raises(ClusterUnusable, match="--resources GPU=1"):
         grade_rows(tmp_path, folder, scheduler=cluster["address"], jobs=2, resources={"GPU": 1})
+
+
+def test_an_assignment_of_several_notebooks_grades_on_the_cluster_as_plain_nbgrader(cluster, tmp_path):
+    """nbgrader's documentation course (ps1 = problem1 + problem2): each student's two notebooks go
+    to a worker as one task and come back graded whole, with plain nbgrader's scores."""
+    check_the_documentation_course(tmp_path, "--scheduler", cluster["address"])

@@ -48,12 +48,12 @@ def plain_scores(folder, handed_in: dict) -> dict[str, float]:
     return summed_auto_scores(folder)
 
 
-def grade_cli(course, downloads, tmp_path) -> dict[str, dict]:
+def grade_cli(course, downloads, tmp_path, *extra: str) -> dict[str, dict]:
     """`python -m grader grade ps1 --root COURSE` as an instructor runs it: the CSV's rows by student."""
     csv_path = tmp_path / "grades.csv"
     done = subprocess.run(
         [sys.executable, "-m", "grader", "grade", ASSIGNMENT, "--submissions", str(downloads),
-         "--root", str(course), "--jobs", "2", "--out", str(csv_path)],
+         "--root", str(course), "--jobs", "2", "--out", str(csv_path), *extra],
         cwd=tmp_path, env=grader_cases.cli_env(), capture_output=True, text=True,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
@@ -88,6 +88,12 @@ NBGRADER_DOCS = Path(nbgrader.__file__).parent / "docs" / "source" / "user_guide
 
 
 def test_nbgraders_documentation_course_of_two_notebooks_grades_as_plain_nbgrader(tmp_path):
+    check_the_documentation_course(tmp_path)
+
+
+def check_the_documentation_course(tmp_path, *extra: str) -> None:
+    """nbgrader's documentation course (ps1: two notebooks) graded whole with `extra` options (a Dask
+    scheduler, say): plain nbgrader's scores (bitdiddle 1.5, hacker 3.0), both notebooks autograded."""
     ours = tmp_path / "course101"
     shutil.copytree(NBGRADER_DOCS / "source" / ASSIGNMENT, ours / "source" / ASSIGNMENT)
     (ours / "nbgrader_config.py").write_text(MINIMAL_CONFIG, encoding="utf-8")
@@ -99,7 +105,7 @@ def test_nbgraders_documentation_course_of_two_notebooks_grades_as_plain_nbgrade
     expected = summed_auto_scores(plain)
     assert len(expected) == 2, expected
     # The same hand-ins as a folder per student, graded whole by the grader (never released).
-    graded = grade_cli(ours, NBGRADER_DOCS / "submitted", tmp_path)
+    graded = grade_cli(ours, NBGRADER_DOCS / "submitted", tmp_path, *extra)
     assert {s: float(r["score"]) for s, r in graded.items()} == expected, graded
     assert all(r["status"] == "graded" for r in graded.values()), graded
     for row in graded.values():
