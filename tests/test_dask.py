@@ -17,7 +17,7 @@ import psutil
 import pytest
 import submissions
 from dask_processes import dask_cluster, grade_rows
-from test_nbgrader_course import check_the_documentation_course
+from nbgrader_docs_course import check_the_documentation_course
 
 from grader import uids
 from grader.cluster import ClusterUnusable

@@ -5,18 +5,19 @@ Nothing of this repository's nbgrader_config.py (no Execute.timeout, no folder n
 the course leaves unset comes from nbgrader's own defaults. The grader's scores must equal
 plain `nbgrader autograde` on the same hand-ins."""
 
-import csv
 import shutil
-import sqlite3
-import subprocess
-import sys
-from pathlib import Path
 
 import grader_cases
 import nbformat
-import nbgrader
 import pytest
 import submissions
+from nbgrader_docs_course import (
+    ASSIGNMENT,
+    MINIMAL_CONFIG,
+    check_the_documentation_course,
+    grade_cli,
+    summed_auto_scores,
+)
 
 from conftest import ROOT
 from grader import grade
@@ -24,8 +25,6 @@ from grader import grade
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
 
 A = grader_cases.A
-ASSIGNMENT = "ps1"
-MINIMAL_CONFIG = 'c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = "course101"\n'
 
 
 def docs_course(folder):
@@ -46,19 +45,6 @@ def plain_scores(folder, handed_in: dict) -> dict[str, float]:
         nbformat.write(notebook, target / f"{ASSIGNMENT}.ipynb")
     grader_cases.nbgrader(folder, "autograde", ASSIGNMENT)
     return summed_auto_scores(folder)
-
-
-def grade_cli(course, downloads, tmp_path, *extra: str) -> dict[str, dict]:
-    """`python -m grader grade ps1 --root COURSE` as an instructor runs it: the CSV's rows by student."""
-    csv_path = tmp_path / "grades.csv"
-    done = subprocess.run(
-        [sys.executable, "-m", "grader", "grade", ASSIGNMENT, "--submissions", str(downloads),
-         "--root", str(course), "--jobs", "2", "--out", str(csv_path), *extra],
-        cwd=tmp_path, env=grader_cases.cli_env(), capture_output=True, text=True,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    with open(csv_path, newline="", encoding="utf-8") as handle:
-        return {row["student_id"]: row for row in csv.DictReader(handle)}
 
 
 def test_a_course_laid_out_as_nbgraders_docs_grades_as_plain_nbgrader_does(tmp_path):
@@ -82,51 +68,8 @@ def test_a_course_laid_out_as_nbgraders_docs_grades_as_plain_nbgrader_does(tmp_p
     assert (ours / "gradebook.db").exists()
 
 
-# nbgrader's own documentation course, as the installed nbgrader ships it: ps1 is two notebooks
-# (problem1.ipynb, problem2.ipynb), handed in by bitdiddle and hacker.
-NBGRADER_DOCS = Path(nbgrader.__file__).parent / "docs" / "source" / "user_guide"
-
-
 def test_nbgraders_documentation_course_of_two_notebooks_grades_as_plain_nbgrader(tmp_path):
     check_the_documentation_course(tmp_path)
-
-
-def check_the_documentation_course(tmp_path, *extra: str) -> None:
-    """nbgrader's documentation course (ps1: two notebooks) graded whole with `extra` options (a Dask
-    scheduler, say): plain nbgrader's scores (bitdiddle 1.5, hacker 3.0), both notebooks autograded."""
-    ours = tmp_path / "course101"
-    shutil.copytree(NBGRADER_DOCS / "source" / ASSIGNMENT, ours / "source" / ASSIGNMENT)
-    (ours / "nbgrader_config.py").write_text(MINIMAL_CONFIG, encoding="utf-8")
-    plain = tmp_path / "plain"
-    shutil.copytree(ours, plain)
-    shutil.copytree(NBGRADER_DOCS / "submitted", plain / "submitted")
-    grader_cases.nbgrader(plain, "generate_assignment", ASSIGNMENT, "--force")  # plain nbgrader's way
-    grader_cases.nbgrader(plain, "autograde", ASSIGNMENT)
-    expected = summed_auto_scores(plain)
-    assert len(expected) == 2, expected
-    # The same hand-ins as a folder per student, graded whole by the grader (never released).
-    graded = grade_cli(ours, NBGRADER_DOCS / "submitted", tmp_path, *extra)
-    assert {s: float(r["score"]) for s, r in graded.items()} == expected, graded
-    assert all(r["status"] == "graded" for r in graded.values()), graded
-    for row in graded.values():
-        assert "ignored" not in row["detail"], f"a notebook of the assignment was left out: {row['detail']}"
-    # Both notebooks of each student were autograded.
-    for student in expected:
-        names = sorted(p.name for p in (ours / "autograded" / student / ASSIGNMENT).glob("*.ipynb"))
-        assert names == ["problem1.ipynb", "problem2.ipynb"], names
-
-
-def summed_auto_scores(folder) -> dict[str, float]:
-    """Each student's autograded points in the course's gradebook, summed over its notebooks."""
-    with sqlite3.connect(folder / "gradebook.db") as db:
-        rows = db.execute(
-            "SELECT student.id, SUM(grade.auto_score) FROM grade "
-            "JOIN submitted_notebook ON grade.notebook_id = submitted_notebook.id "
-            "JOIN submitted_assignment ON submitted_notebook.assignment_id = submitted_assignment.id "
-            "JOIN student ON submitted_assignment.student_id = student.id "
-            "WHERE grade.auto_score IS NOT NULL GROUP BY student.id"
-        ).fetchall()
-    return {student: float(score) for student, score in rows}
 
 
 def test_nbgraders_see_the_above_traceback_becomes_the_tracebacks_last_line():
