@@ -4,15 +4,19 @@ nothing a student cannot act on is printed (the kernel's start-up warnings)."""
 
 import functools
 import os
+import re
 import subprocess
+from pathlib import Path
 
 import grader_cases
 import nbformat
 import pytest
 import submissions
+from nbgrader.api import Gradebook
 
 from conftest import ROOT
-from tools import cells
+from grader import feedback, grade, judges
+from tools import cells, course
 
 pytestmark = pytest.mark.integration
 
@@ -105,3 +109,73 @@ def test_validate_uses_the_courses_cell_limit_wherever_its_config_loads():
     chosen.Execute.timeout = 5
     pipeline.student_validate(chosen)
     assert chosen.Execute.timeout == 5, "a limit the config sets was overridden"
+
+
+# -- validate's verdict is the grade's ------------------------------------------------------------
+FAILED_CELL = re.compile(r"The following cell failed:\n(.*?)\nThe error was:", re.S)
+
+
+def visible_only(source: str) -> str:
+    """A tests cell as validate runs it: no hidden tests (so no judge), no judge marker line."""
+    return judges.MARKER.sub("", feedback.HIDDEN.sub("", source))
+
+
+def fixtures() -> dict[str, nbformat.NotebookNode]:
+    """Every right and wrong answer of lesson A, each in its own notebook, by a file-safe name."""
+    found = {f"right{n}": r for n, r in enumerate(cells.read_right_answers(A))}
+    found |= {f"wrong{n}": w for n, w in enumerate(cells.read_wrong_answers(A))}
+    return {name: submissions.answered(A, {f.answer_id: f.code}) for name, f in found.items()}
+
+
+def validate_verdicts(paths: list, cwd) -> dict[str, set[str]]:
+    """`nbgrader validate` on the notebooks at once, from `cwd`: the test cells each one fails."""
+    tests = {c.metadata.nbgrader.grade_id: flat(c.source) for c in submissions.exercise(A).cells if is_test(c)}
+    env = grader_cases.cli_env(PYTHONUNBUFFERED="1")  # the log (stderr) and the report (stdout) in order
+    done = subprocess.run(
+        [str(grader_cases.BIN / "nbgrader"), "validate", *map(str, paths)],
+        cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    sections = re.split(r"\[ValidateApp \| INFO\] Validating '([^']+)'\n", done.stdout)[1:]
+    verdicts = {}
+    for path, report in zip(sections[::2], sections[1::2]):
+        failed = {flat(block) for block in FAILED_CELL.findall(report)}
+        verdicts[Path(path).stem] = {name for name, source in tests.items() if source in failed}
+        assert ("Success!" in report) == (not verdicts[Path(path).stem]), report[-3000:]
+    assert len(verdicts) == len(paths), done.stdout[-3000:]
+    return verdicts
+
+
+def is_test(cell) -> bool:
+    meta = cell.metadata.get("nbgrader", {})
+    return cell.cell_type == "code" and meta.get("grade") and not meta.get("solution")
+
+
+@pytest.mark.sandbox
+def test_validate_gives_the_grades_verdict_for_every_right_and_wrong_answer(tmp_path):
+    """Graded against its visible tests only (a course whose source has no hidden tests), every
+    fixture of lesson A fails at grading exactly the cells `nbgrader validate` says it fails: the
+    same rules on both sides (a warning, a hint, a time limit), so a student who passes validate
+    can lose points only to a clause a hidden test checks. Half the fixtures are validated from
+    the course folder, half from a folder outside it (the environment's config)."""
+    root = tmp_path / "course"
+    course.temporary_course(root, [A])
+    source = root / "solutions" / A / f"{A}.ipynb"
+    nb = nbformat.read(source, as_version=4)
+    for cell in nb.cells:
+        if is_test(cell):
+            cell.source = visible_only(cell.source)
+    nbformat.write(nb, source)
+    folder, outside = tmp_path / "class", tmp_path / "home"
+    folder.mkdir(), outside.mkdir()
+    for name, notebook in fixtures().items():
+        nbformat.write(notebook, folder / f"{name}.ipynb")
+    paths = sorted(folder.glob("*.ipynb"))
+    said = validate_verdicts(paths[::2], ROOT) | validate_verdicts(paths[1::2], outside)
+    rows = grade.run(grade.Options(A, folder, jobs=2, root=root, cell_timeout=60, notebook_timeout=300))
+    assert {row.status for row in rows} == {"graded"}, [(r.student_id, r.detail) for r in rows]
+    with Gradebook(course.load_config(root).CourseDirectory.db_url) as gradebook:
+        for name in said:
+            grades = gradebook.find_submission_notebook(A, A, name).grades
+            failed = {g.name for g in grades if g.cell.cell_type == "code" and g.score < g.max_score}
+            assert failed == said[name], (name, "graded", sorted(failed), "validate", sorted(said[name]))
+    assert any(said.values()) and not all(said.values()), "the fixtures fail some visible tests and pass others"
