@@ -94,13 +94,20 @@ def pytest_collection_modifyitems(config, items):
 # A whole, valid lesson 99 in jupytext form: tests break one rule at a time.
 DEMO_LECTURE = """# ---
 # jupyter:
+#   jupytext:
+#     notebook_metadata_filter: lesson
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 #   lesson:
-#     title: Demo
 #     gpu: false
+#     title: Demo
 # ---
 
 # %% [markdown]

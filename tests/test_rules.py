@@ -66,19 +66,19 @@ BROKEN = {
         "lecture.py",
         "# %%\nx = 1",
         '# %% tests grade_id="t" points=1\nx = 1',
-        17,
+        24,
         "belong in exercise.py",
     ),
-    "title not from the header": ("lecture.py", "# # Lesson 99: Demo", "# # Demo lesson", 12, "Lesson 99: Demo"),
+    "title not from the header": ("lecture.py", "# # Lesson 99: Demo", "# # Demo lesson", 19, "Lesson 99: Demo"),
     "gpu setting missing": ("lecture.py", "#     gpu: false\n", "", 1, "gpu:"),
     "no pointer to the exercise": (
         "lecture.py",
         "`exercises/99_demo/99_demo.ipynb`",
         "the exercise",
-        21,
+        28,
         "points at the exercise",
     ),
-    "unknown tag": ("lecture.py", "# %%\nx = 1", '# %% tags=["slow"]\nx = 1', 17, "unknown tag"),
+    "unknown tag": ("lecture.py", "# %%\nx = 1", '# %% tags=["slow"]\nx = 1', 24, "unknown tag"),
     "metadata jupytext cannot read": ("exercise.py", 'grade_id="double"', "grade_id=double", 7, "key=JSON"),
     "unknown role": ("exercise.py", "# %% answer", "# %% solution", 7, "unknown cell role"),
     "a judge without its marker line": (
@@ -94,6 +94,13 @@ BROKEN = {
         '# judged outside the kernel: double\nassert double(2) == 4, "double(2) should be 4."\n',
         13,
         "### BEGIN JUDGE",
+    ),
+    "a source not in jupytext's canonical form": (
+        "lecture.py",
+        "#     gpu: false\n#     title: Demo\n",
+        "#     title: Demo\n#     gpu: false\n",
+        1,
+        "canonical form",
     ),
     "a judge that returns no Judge": (
         "exercise.py",
@@ -137,6 +144,12 @@ def test_a_judge_lives_with_its_item_and_the_rules_accept_it(demo_lesson):
     _break(exercise, 'assert double(2) == 4, "double(2) should be 4."\n', JUDGED_DOUBLE[0])
     _break(exercise, "### END HIDDEN TESTS\n", JUDGED_DOUBLE[1])
     rules.check()
+    # Its judge computes on the CPU: a wrong answer seen only off the CPU gives it nothing to reject.
+    wrong = demo_lesson.parent.parent / "tests" / "wrong_answers" / "99_demo.py"
+    wrong.write_text(wrong.read_text().replace("# %% wrong id=double", "# %% wrong id=double seen_on=device"))
+    with pytest.raises(notebooks.SourceError, match="not seen_on=device"):
+        rules.check()
+    wrong.write_text(wrong.read_text().replace(" seen_on=device", ""))
     outside = JUDGED_DOUBLE[1].replace("### END HIDDEN TESTS\n", "")
     _break(exercise, outside + "### END HIDDEN TESTS\n", "### END HIDDEN TESTS\n" + outside)
     with pytest.raises(notebooks.SourceError, match="inside the hidden tests"):

@@ -57,7 +57,6 @@ import copy
 import sys
 from pathlib import Path
 
-import jupytext
 import nbformat
 from nbclient import NotebookClient
 
@@ -78,6 +77,7 @@ from tools.source import (  # noqa: F401 (the parsing names, re-exported for tes
     SourceError,
     Target,
     build_notebook,
+    canonical,
     cell_ids,
     colab_badge,
     display,
@@ -194,12 +194,6 @@ def drift() -> list[str]:
     if readme != with_lesson_table(readme):
         problems.append("README.md's lesson table differs from the lessons; run make notebooks")
     return problems
-
-
-def canonical(path: Path) -> str:
-    """The source as jupytext writes it (what `format` stores)."""
-    text = path.read_text(encoding="utf-8")
-    return jupytext.writes(jupytext.reads(text, fmt="py:percent"), fmt="py:percent")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,7 +27,10 @@ The rules, one function each (see RULES at the bottom):
 - every answer has at least two wrong-answer fixtures in
   tests/wrong_answers/<id>.py, every fixture names an existing answer and
   existing tests cells, and every tests cell is failed by some fixture;
-- every answer has at least three right answers in tests/right_answers/<id>.py.
+- every judged tests cell is failed by a fixture not marked `seen_on=device` (a
+  judge computes on the CPU and must reject one of its item's wrong answers);
+- every answer has at least three right answers in tests/right_answers/<id>.py;
+- a lesson's sources are in jupytext's canonical form (as `format` writes them).
 """
 
 from __future__ import annotations
@@ -246,6 +249,21 @@ def check_wrong_answers(lesson: str, exercise: Source) -> None:
     for test_id in tests:
         if test_id not in caught:
             fail(where, 1, f"no wrong answer fails {test_id}: add one with fails={test_id} (points follow clauses)")
+    judged = {c.grade_id for c in exercise.cells if c.role == "tests" and judges.MARKER.search(c.source)}
+    on_the_cpu = {test_id for wrong in fixtures if wrong.seen_on != "device" for test_id in wrong.fails}
+    for test_id in sorted(judged - on_the_cpu):
+        fail(
+            where,
+            1,
+            f"{test_id} is judged outside the kernel: add a wrong answer with fails={test_id} whose "
+            "mistake shows on the CPU (not seen_on=device), for its judge to reject",
+        )
+
+
+def check_canonical(source: Source) -> None:
+    path = notebooks.ROOT / source.path
+    if notebooks.canonical(path) != path.read_text(encoding="utf-8"):
+        fail(source.path, 1, "not in jupytext's canonical form: run python -m tools.notebooks format")
 
 
 def check_right_answers(lesson: str, exercise: Source) -> None:
@@ -279,6 +297,8 @@ def check_lesson(lesson: str) -> None:
     check_judges(exercise)
     check_wrong_answers(lesson, exercise)
     check_right_answers(lesson, exercise)
+    for source in (lecture, exercise):  # last: the rules above name a broken line more exactly
+        check_canonical(source)
 
 
 def check(ids: list[str] | None = None) -> None:

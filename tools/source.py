@@ -248,3 +248,9 @@ def targets(ids: list[str] | None = None) -> list[Target]:
                 )
             )
     return found
+
+
+def canonical(path: Path) -> str:
+    """The source as jupytext writes it (what `python -m tools.notebooks format` stores)."""
+    text = path.read_text(encoding="utf-8")
+    return jupytext.writes(jupytext.reads(text, fmt="py:percent"), fmt="py:percent")
