@@ -87,7 +87,7 @@ lint: setup
 
 # The edit loop's tier (under a minute): rules, sources, wrong answers, units;
 # no kernels, browsers or servers. `make test` stays the whole check.
-FAST_TESTS := tests/test_rules.py tests/test_sources.py tests/test_sanitizer.py tests/test_exercises.py tests/test_units.py tests/test_runner_parts.py tests/test_release.py tests/test_mutants.py
+FAST_TESTS := tests/test_rules.py tests/test_sources.py tests/test_sanitizer.py tests/test_exercises.py tests/test_units.py tests/test_runner_parts.py tests/test_execute_parts.py tests/test_release.py tests/test_mutants.py
 test-fast: setup
 	$(PY) -m pytest -p no:nbval -o addopts="-n 2 --dist loadscope -p no:cacheprovider" $(FAST_TESTS)
 

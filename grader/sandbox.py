@@ -29,7 +29,7 @@ from traitlets import Bool, Int, Type, Unicode
 
 from . import processes
 from .sandbox_spec import MOUNT_KINDS, SandboxSpec, build, clean_environment
-from .sandbox_spec import visible as visible  # execute.py asks whether the interpreter is in the sandbox
+from .sandbox_spec import visible as visible  # kernel_start.py asks whether the interpreter is in the sandbox
 from .uids import SOCKETS_PREFIX, claim_uid
 
 # What to do without bubblewrap, the same words on every path; each path then

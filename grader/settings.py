@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import course
-from .execute import FAILURE_MARK, FAILURES
+from .not_graded import FAILURE_MARK, FAILURES
 
 
 @dataclass
@@ -55,7 +55,7 @@ def configure_execution(config, options: Options, uid: int) -> None:
 
 def failure_cause(result: dict, assignment: str | None = None, grader_id: str | None = None) -> str:
     """Why nbgrader could not grade a submission, in one line: the engine's own cause
-    (execute.GraderFailure) where it gave one, else nbgrader's last log line."""
+    (not_graded.GraderFailure) where it gave one, else nbgrader's last log line."""
     if (assignment, grader_id) in FAILURES:
         return FAILURES.pop((assignment, grader_id))
     lines = f"{result.get('log') or ''}\n{result.get('error') or ''}".strip().splitlines()

@@ -7,8 +7,9 @@ read from (trusted.py). A judged item's data then goes to its judge outside the 
 whether it saw a hook point changed. Flags name the cell; errors of the student's own cells
 are noted so that the tests they break have a cause.
 
-GuardedExecute mixes this in ahead of nbgrader's Execute: it supplies the kernel, the limits
-and the bookkeeping named below.
+GuardedExecute mixes this in ahead of nbgrader's Execute and after its other parts, which supply
+what is named below: the kernel and its runner channel (kernel_start.py), the limits
+(cell_limits.py), a dead kernel's cause (kernel_deaths.py) and cell names and notes (cell_notes.py).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ class TrustedTestPath:
     _imports: dict = {}
     _death: str | None = None
     _timed_out: set = set()  # cells that ran past their limit
-    # Supplied by GuardedExecute (and nbclient's NotebookClient).
+    # Supplied by GuardedExecute's other parts (and nbclient's NotebookClient).
     _flags: list
     _problems: list
     _cells_started: bool

@@ -1,6 +1,6 @@
 """The grader's side of the trusted test path (the kernel's side is runner.py).
 
-`GuardedExecute` (execute.py) starts every grading kernel with `BOOT_LINE`,
+`GuardedExecute` (kernel_start.py) starts every grading kernel with `BOOT_LINE`,
 which runs runner.py before any student code. Once the kernel answers, the
 grader connects to the runner's socket and sends a fresh key; from then on
 every test cell goes to the runner as source text (never as a cell IPython

@@ -25,7 +25,7 @@ FIRST_UID = 64000  # one outside the claimed ones, for a sandbox that a test or 
 CLAIMED_UIDS = range(FIRST_UID + 1000, FIRST_UID + 2000)
 ROOT_LOCKS = "/run/course-grader"  # root's lock folder (lock_folder)
 # The folders a grading process makes for each kernel, in the temporary folder: the kernel's
-# sockets and connection file (sandbox.py), and the folder the student's code runs in (execute.py).
+# sockets and connection file (sandbox.py), and the folder the student's code runs in (kernel_start.py).
 SOCKETS_PREFIX = "grader-kernel-"
 SCRATCH_PREFIX = "grader-scratch-"
 _claimed: dict = {}

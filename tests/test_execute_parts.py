@@ -1,0 +1,213 @@
+"""GuardedExecute's parts, each alone and in process (no kernel): the limit a cell gets, the output
+it may keep, why a kernel ended, which cells a fresh kernel runs again, how cells are named and
+marked, a failed start, the stray processes a cell leaves, and the `c.GuardedExecute.*` options."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import nbformat
+import psutil
+import pytest
+from traitlets.config import Config
+
+from grader import cell_limits, cell_notes, kernel_deaths, kernel_start, not_graded, stray_processes
+from grader.execute import FAILURE_MARK, FAILURES, GraderFailure, GuardedExecute
+
+pytestmark = pytest.mark.unit
+
+ANSWER = dict(grade=False, solution=True, locked=False, grade_id="my_answer")
+TEST = dict(grade=True, solution=False, locked=True, grade_id="test_my_answer", points=1)
+SETUP = dict(grade=False, solution=False, locked=True, grade_id="setup")
+
+
+def notebook(*roles) -> nbformat.NotebookNode:
+    """One code cell per role (None: a cell the student added, no nbgrader metadata)."""
+    nb = nbformat.v4.new_notebook()
+    for role in roles:
+        cell = nbformat.v4.new_code_cell("pass")
+        if role is not None:
+            cell.metadata["nbgrader"] = dict(role, schema_version=3)
+        nb.cells.append(cell)
+    return nb
+
+
+@pytest.mark.parametrize(
+    "timeout, remaining, timed_out, after, expected",
+    [
+        (60, 600, False, 10, 60),  # the cell limit
+        (60, 600, True, 10, 10),  # after a time-out: the shorter limit
+        (5, 600, True, 10, 5),  # never more than the cell limit
+        (60, 600, True, 0, 60),  # limit_after_timeout 0: no shorter limit
+        (60, 12.2, False, 10, 13),  # never past the notebook's limit, rounded up
+        (None, 42.5, False, 10, 43),  # no cell limit: what is left of the notebook's
+        (60, 0.1, False, 10, 1),  # 1 s at least
+    ],
+)
+def test_cell_limit(timeout, remaining, timed_out, after, expected):
+    assert cell_limits.cell_limit(timeout, remaining, timed_out, after) == expected
+
+
+def test_output_bytes_counts_text_and_every_representation():
+    assert cell_limits.output_bytes({"text": "abc"}) == 3
+    assert cell_limits.output_bytes({"data": {"text/plain": "12", "text/html": "<b>1</b>"}}) == 10
+    assert cell_limits.output_bytes({}) == 0
+
+
+def test_cell_timeout_of_the_composed_step():
+    execute = GuardedExecute(timeout=60, limit_after_timeout=10)
+    execute._start_clock()
+    assert execute._cell_timeout(None) == 60
+    execute._timed_out.add(3)
+    assert execute._cell_timeout(None) == 10
+    execute._deadline = time.monotonic() + 2.5
+    assert execute._cell_timeout(None) == 3
+
+
+def test_output_cap_keeps_a_note_and_drops_the_rest():
+    execute = GuardedExecute(max_output_bytes=10)
+    execute._start_notes()
+    execute._output_sizes = {}
+    execute.nb = notebook(ANSWER)
+    outs: list = []
+    assert execute.output(outs, {"content": {"text": "x" * 11}}, None, 0) is None
+    assert outs[0].output_type == "stream" and "truncated by the grader after 10 bytes" in outs[0].text
+    assert execute.output(outs, {"content": {"text": "more"}}, None, 0) is None
+    assert len(outs) == 1 and execute._problems == ["my_answer: output truncated"]
+
+
+@pytest.mark.parametrize(
+    "code, reason",
+    [
+        (None, None),
+        (kernel_start.EXIT_STATUS, "the notebook called exit() or quit(), which ends the kernel"),
+        (-9, "the kernel was killed by signal 9"),
+        (137, "the kernel was killed by signal 9"),
+        (1, "the kernel exited with status 1"),
+        (0, "the kernel exited with status 0"),
+    ],
+)
+def test_exit_reason(code, reason):
+    assert kernel_deaths.exit_reason(code) == reason
+
+
+def test_a_fresh_kernel_replays_answers_and_set_up_only():
+    nb = notebook(SETUP, ANSWER, TEST, None, ANSWER)
+    replayed = [i for i, cell in enumerate(nb.cells) if kernel_deaths.replays(cell, i, timed_out={4})]
+    assert replayed == [0, 1]  # not the test, the student's own cell, or the answer that timed out
+
+
+def test_cells_are_named_as_the_student_knows_them():
+    nb = notebook(ANSWER, TEST, SETUP, None)
+    names = [cell_notes.cell_name(nb, i) for i in range(4)]
+    assert names == ["my_answer", "test_my_answer", "cell 3", "cell 4"]
+    assert cell_notes.cell_name(nb, 9) == "cell 10" and cell_notes.cell_name(None, 0) == "cell 1"
+
+
+def test_mark_not_run_fails_the_cell_and_every_later_one():
+    execute = GuardedExecute()
+    execute._start_notes()
+    execute._start_deaths()
+    nb = notebook(ANSWER, TEST, ANSWER, TEST)
+    execute.nb = nb
+    execute._dead = {3}
+    execute._current = 1
+    execute._mark_not_run(nb, "the kernel exited with status 1")
+    assert [o.ename for o in nb.cells[1].outputs] == ["KernelDied"]
+    assert [o.ename for o in nb.cells[2].outputs] == ["NotRun"]
+    assert nb.cells[0].outputs == [] and nb.cells[3].outputs == []  # before, and a cell that killed a kernel
+    assert execute._problems == ["test_my_answer: the kernel exited with status 1"]
+
+
+def test_a_death_restarts_until_max_restarts():
+    execute = GuardedExecute(max_restarts=1)
+    execute._start_notes()
+    execute._start_clock()
+    execute._start_deaths()
+    nb = notebook(ANSWER, TEST, TEST)
+    execute.nb = nb
+    execute._current = 1
+    assert execute._restart_after(nb, "the kernel was killed by signal 9")
+    assert execute._dead == {1} and execute._resume == 1
+    assert nb.cells[1].outputs[0].evalue == "test_my_answer: the kernel was killed by signal 9"
+    execute._current = 2
+    assert not execute._restart_after(nb, "the kernel exited with status 1")
+    assert "at most" in nb.cells[2].outputs[0].evalue
+
+
+def test_a_start_without_a_kernel_spec_is_a_lasting_failure():
+    cause, lasting = kernel_start.start_failure("no-such-kernel-here", False, "whatever")
+    assert lasting and cause == "kernel did not start (no kernel spec named 'no-such-kernel-here')"
+
+
+def test_start_retries_then_not_graded(monkeypatch):
+    execute = GuardedExecute(start_retries=1)
+    monkeypatch.setattr(execute, "_start_failure", lambda reason: (f"kernel did not start ({reason})", False))
+    failures: list[str] = []
+    execute._start_failed(failures, "port in use")
+    with pytest.raises(GraderFailure) as raised:
+        execute._start_failed(failures, "port in use")
+    assert str(raised.value) == f"{FAILURE_MARK}kernel did not start (port in use)"
+
+
+def test_a_failure_is_remembered_for_its_submission():
+    not_graded.remember({"nbgrader": {"assignment": "a1", "student": "s1"}}, GraderFailure("no sandbox"))
+    assert FAILURES.pop(("a1", "s1")) == "no sandbox"
+
+
+def test_the_processes_a_cell_left_are_stopped():
+    spawn = "import subprocess, time; [subprocess.Popen(['sleep', '60']) for _ in range(2)]; time.sleep(60)"
+    kernel = subprocess.Popen([sys.executable, "-c", spawn])
+    try:
+        parent = psutil.Process(kernel.pid)
+        deadline = time.monotonic() + 10
+        while len(parent.children()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        strays = parent.children()
+        assert len(strays) == 2
+        stray_processes.stop_strays(parent)
+        assert not any(stray_processes.processes.running(p) for p in strays)
+        assert kernel.poll() is None  # the kernel itself lives on
+    finally:
+        kernel.kill()
+        kernel.wait()
+
+
+def test_every_option_is_still_set_as_guarded_execute():
+    """`c.GuardedExecute.*` is the contract of nbgrader_config.py and docs/grading.md, wherever the part lives."""
+    values = dict(
+        notebook_timeout=9.0,
+        interrupt_grace=1.0,
+        max_output_bytes=5,
+        limit_after_timeout=3.0,
+        sandbox=False,
+        trusted_student_code=True,
+        start_retries=0,
+        max_restarts=7,
+        preload=["math"],
+        timeout=4,
+    )
+    config = Config()
+    for name, value in values.items():
+        setattr(config.GuardedExecute, name, value)
+    execute = GuardedExecute(config=config)
+    assert {name: getattr(execute, name) for name in values} == values
+    assert execute.extra_arguments[0].startswith("--IPKernelApp.exec_lines=__import__('math'); ")
+    assert execute.timeout_func == execute._cell_timeout
+    assert (execute.iopub_timeout, execute.raise_on_iopub_timeout, execute.shutdown_kernel) == (15, False, "immediate")
+
+
+def test_the_docstring_names_each_part_and_its_module():
+    doc = GuardedExecute.__doc__
+    for part in (
+        kernel_start.KernelStart,
+        cell_limits.CellLimits,
+        kernel_deaths.KernelDeaths,
+        stray_processes.StrayProcesses,
+        cell_notes.CellNotes,
+    ):
+        assert part in GuardedExecute.__mro__
+        assert f"`{part.__name__}` ({part.__module__.split('.')[-1]}.py)" in doc
+    assert "not_graded.py" in doc and "test_path.py" in doc
