@@ -81,6 +81,9 @@ class GuardedExecute(KernelDeaths, CellLimits, KernelStart, StrayProcesses, Cell
         """One notebook: its notes and clock started, its kernels run in a scratch folder
         removed afterwards, its notes written into its metadata."""
         self._start_notes()
+        # Before anything else: what the last notebook's kernels did (cells that killed one) must
+        # not decide this one's "not run" marks, an unreadable submission's included.
+        self._start_deaths()
         meta = nb.metadata.setdefault("grader", {})
         if meta.get("invalid"):
             # Nothing of the student's to run: every graded test scores zero.
@@ -90,7 +93,6 @@ class GuardedExecute(KernelDeaths, CellLimits, KernelStart, StrayProcesses, Cell
         scratch, resources = self._open_scratch(resources, self._use_sandbox())
         self._imports = trusted.release_imports(nb)
         self._start_clock()
-        self._start_deaths()
         try:
             nb, resources = self._run_kernels(nb, resources, km)
         finally:

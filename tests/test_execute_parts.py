@@ -211,3 +211,17 @@ def test_the_docstring_names_each_part_and_its_module():
         assert part in GuardedExecute.__mro__
         assert f"`{part.__name__}` ({part.__module__.split('.')[-1]}.py)" in doc
     assert "not_graded.py" in doc and "test_path.py" in doc
+
+
+def test_an_unreadable_notebook_after_a_crash_scores_nothing():
+    """The last notebook's dead cells stay with it: every test of an unreadable submission graded
+    next by the same step is marked not run (none is left without an error, a pass to nbgrader)."""
+    execute = GuardedExecute()
+    execute._start_notes()
+    execute._start_deaths()
+    execute._dead = {1, 3}  # the cells that killed a kernel in the notebook before
+    nb = notebook(ANSWER, TEST, ANSWER, TEST)
+    nb.metadata["grader"] = {"invalid": "not JSON"}
+    execute.preprocess(nb, {})
+    tests = [cell for cell in nb.cells if cell.metadata["nbgrader"]["grade"]]
+    assert all(any(o.output_type == "error" for o in cell.outputs) for cell in tests)
