@@ -30,6 +30,7 @@ promise."""
 
 from __future__ import annotations
 
+import _functools
 import _socket
 import _thread
 import builtins
@@ -43,7 +44,7 @@ from IPython import get_ipython
 
 from grader.runner_audit import make_audit_hook, make_is_file_text, make_judge, make_refusals
 from grader.runner_channel import listen, make_answer, make_serve
-from grader.runner_data import make_capped_text, make_plain
+from grader.runner_data import make_capped_text, make_plain, make_seal
 from grader.runner_hooks import (
     class_snapshot,
     make_check,
@@ -87,8 +88,13 @@ def _install(runner_code: CodeType) -> None:
     judge = make_judge(who, type(runner_code), record, refuse, is_file_text, watched)
     hook = make_audit_hook(judge, requester, is_library, refuse, _thread.get_ident)
 
-    # -- the hook points, as they are at start
+    # -- what student code can reach of the runner's: sealed (runner_data.make_seal)
+    seal = make_seal(_functools._lru_cache_wrapper)
+    capped_text = make_capped_text(OUTPUT_LIMIT, seal)
+
+    # -- the hook points, as they are at start, the runner's own classes with them
     same, classes = make_same(), class_snapshot(shell, kernel, modules)
+    classes += [(cls, dict(vars(cls))) for cls in (capped_text, TestTimeout)]
     library_wrapper = make_library_wrapper(classes, modules, is_library)
     watchers = [
         watch_transformers(shell, same),
@@ -100,7 +106,7 @@ def _install(runner_code: CodeType) -> None:
     ]
     end_strays = make_end_strays(start_pid, os.getsid, os.listdir, open, os.kill, os.waitpid, time.sleep)
     check = make_check(watchers, end_strays, take_refused)
-    torch = torch_state(modules.get("torch"), refuse)  # guards torch's dispatcher from here on
+    torch = torch_state(modules.get("torch"), refuse, seal)  # guards torch's dispatcher from here on
 
     # -- running one test
     plain = make_plain(
@@ -118,7 +124,7 @@ def _install(runner_code: CodeType) -> None:
         reset_monitoring=make_monitoring_reset(getattr(sys, "monitoring", None)),
         dispatch_state=torch["dispatch_state"],
         plain=plain,
-        capped_text=make_capped_text(OUTPUT_LIMIT),
+        capped_text=capped_text,
         timeout_error=TestTimeout,
         failure=make_failure(is_protected),
     )

@@ -18,22 +18,26 @@ with the next reply (`take_refused`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any
 
 # Only the runner compiles code under these file names.
 PROTECTED_NAMES = frozenset({"<grader-runner>", "<grader-test>"})
 FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code"})
 CODE_ATTRS = frozenset({"__code__", "gi_code", "cr_code", "ag_code"})
-ALWAYS = {
-    "sys._current_frames": "reading all threads' frames (sys._current_frames)",
-    "sys._current_exceptions": "reading all threads' exceptions (sys._current_exceptions)",
-    "gc.get_objects": "walking the heap (gc.get_objects)",
-    "gc.get_referrers": "walking the heap (gc.get_referrers)",
-    "gc.get_referents": "walking the heap (gc.get_referents)",
-    "sys.addaudithook": "adding an audit hook (sys.addaudithook)",
-    "sys._settraceallthreads": "tracing every thread (sys._settraceallthreads)",
-    "sys._setprofileallthreads": "profiling every thread (sys._setprofileallthreads)",
-}
+# Read only (a mapping proxy): the audit hook keeps this very object.
+ALWAYS = MappingProxyType(
+    {
+        "sys._current_frames": "reading all threads' frames (sys._current_frames)",
+        "sys._current_exceptions": "reading all threads' exceptions (sys._current_exceptions)",
+        "gc.get_objects": "walking the heap (gc.get_objects)",
+        "gc.get_referrers": "walking the heap (gc.get_referrers)",
+        "gc.get_referents": "walking the heap (gc.get_referents)",
+        "sys.addaudithook": "adding an audit hook (sys.addaudithook)",
+        "sys._settraceallthreads": "tracing every thread (sys._settraceallthreads)",
+        "sys._setprofileallthreads": "profiling every thread (sys._setprofileallthreads)",
+    }
+)
 MONITOR = "sys.monitoring.register_callback"
 MAKES_CODE = ("compile", "code.__new__")
 WATCHED = ("sys._getframe", "sys.settrace", "sys.setprofile", MONITOR, *MAKES_CODE)

@@ -1,9 +1,35 @@
 """What the runner hands back to the grader: a judge's data as plain literals (for judging outside
-the kernel, judges.py) and what a test printed, up to a limit.
+the kernel, judges.py) and what a test printed, up to a limit; and how what it hands out to
+student code is sealed (`make_seal`).
 
 trusted.install() writes this file ahead of runner.py into the one file the kernel runs at
 start, so `make_plain` is called before any student code, with the references it keeps.
 """
+
+
+def make_seal(lru_cache_wrapper):
+    """`seal(function)`: a callable of C that calls `function` and gives no way back to it.
+
+    A function of the runner's that student code can reach (a guard on torch's dispatcher, a
+    method of a test's output class) would hand out, without any audited event, its
+    `__globals__` (the runner's namespace: every maker), its `__builtins__` and its closure's
+    cells, whose contents can be read and even rebound (`cell.cell_contents = ...`): the
+    original of what it guards, `refuse` and through it the list of refusals noted. Sealed, it
+    is `functools._lru_cache_wrapper(function, 0, ...)`: with no cache it calls `function` on
+    every call and keeps it where Python cannot read it (no `__wrapped__`, `__closure__`,
+    `__globals__`, `__code__` or `__func__`; `gc.get_referents` is always refused). Its
+    `__wrapped__` is None: torch._dynamo reads that attribute of every lru_cache wrapper among
+    torch's functions (torch._C._dispatch_library is one) and unwraps only a function. It binds
+    as a method (`__get__`), so a sealed function can stand in a class. A frame of the function,
+    in a traceback, is the runner's: the audit hook refuses it."""
+    _tuple = tuple
+
+    def seal(function):
+        sealed = lru_cache_wrapper(function, 0, False, _tuple)
+        sealed.__wrapped__ = None
+        return sealed
+
+    return seal
 
 
 def make_plain(tensor_types, size_type, tensor_tolist, dtype_name, numpy=None, limit=1_000_000):
@@ -67,29 +93,31 @@ def make_plain(tensor_types, size_type, tensor_tolist, dtype_name, numpy=None, l
     return plain
 
 
-def make_capped_text(limit):
-    """A file-like class that keeps what is written to it, up to `limit` characters."""
-    _str, _len = str, len
+def make_capped_text(limit, seal):
+    """A file-like class that keeps what is written to it, up to `limit` characters. Student code
+    can reach it (`object.__subclasses__()`, `sys.stdout` while a test runs), so each method is
+    sealed (`seal`, make_seal's): none leads back to the runner."""
+    _str, _len, _type = str, len, type
 
-    class CappedText:
-        def __init__(self):
-            self.parts, self.size, self.truncated = [], 0, False
+    def __init__(self):
+        self.parts, self.size, self.truncated = [], 0, False
 
-        def write(self, text):
-            text = _str(text)
-            if self.size < limit:
-                self.parts.append(text[: limit - self.size])
-            self.truncated = self.truncated or self.size + _len(text) > limit
-            self.size += _len(text)
-            return _len(text)
+    def write(self, text):
+        text = _str(text)
+        if self.size < limit:
+            self.parts.append(text[: limit - self.size])
+        self.truncated = self.truncated or self.size + _len(text) > limit
+        self.size += _len(text)
+        return _len(text)
 
-        def flush(self):
-            pass
+    def flush(self):
+        pass
 
-        def isatty(self):
-            return False
+    def isatty(self):
+        return False
 
-        def getvalue(self):
-            return "".join(self.parts)
+    def getvalue(self):
+        return "".join(self.parts)
 
-    return CappedText
+    methods = {"__init__": __init__, "write": write, "flush": flush, "isatty": isatty, "getvalue": getvalue}
+    return _type("CappedText", (), {name: seal(method) for name, method in methods.items()})

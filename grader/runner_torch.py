@@ -8,26 +8,29 @@ dispatch keys a thread has switched on or off (a thread-local change left behind
 a test called would steer the rest of the tests)."""
 
 TORCH_NAMESPACES = ("aten", "prims", "prim")
+# The methods of torch._C._DispatchModule (a library) that register a kernel or a fallback.
+GUARDED = (
+    "impl",
+    "impl_t_t",
+    "impl_with_aoti_compile",
+    "fallback",
+    "fallback_fallthrough",
+    "register_ad_inplace_or_view_fallback",
+)
 
 
-def guard_dispatcher(torch, refuse):
+def guard_dispatcher(torch, refuse, seal):
     """Install the guards on torch._C; return `dispatch_state()`, the calling thread's dispatch
-    keys switched on and off, as text."""
+    keys switched on and off, as text. Student code reaches the guards (they stand where torch's
+    own functions stood), so each is sealed (`seal`, runner_data.make_seal's): none hands out the
+    originals it calls, `refuse`, or the runner's namespace."""
     C = torch._C
     _type, _str, _id, _any, _exception = type, str, id, any, Exception
     torch_namespaces = TORCH_NAMESPACES
     module_type, key_type, key_name = C._DispatchModule, C.DispatchKey, C._dispatch_key_name
     has_kernel, as_text = C._dispatch_has_kernel, C._dispatch_keyset_to_string
     included, excluded = C._dispatch_tls_local_include_set, C._dispatch_tls_local_exclude_set
-    make_library = C._dispatch_library
-    guarded = (
-        "impl",
-        "impl_t_t",
-        "impl_with_aoti_compile",
-        "fallback",
-        "fallback_fallthrough",
-        "register_ad_inplace_or_view_fallback",
-    )
+    make_library, guarded = C._dispatch_library, GUARDED
     originals = {name: module_type.__dict__.get(name) for name in guarded}  # what this torch has
     namespaces = {}  # id of a library made since start -> (library, its namespace)
     what = "replacing the kernel of one of torch's operators (torch.library)"
@@ -81,8 +84,8 @@ def guard_dispatcher(torch, refuse):
     }
     for name in guarded:
         if originals[name] is not None:
-            setattr(module_type, name, guards.get(name, no_fallback))
-    C._dispatch_library = library
+            setattr(module_type, name, seal(guards.get(name, no_fallback)))
+    C._dispatch_library = seal(library)
 
     def dispatch_state():
         return as_text(included()) + as_text(excluded())
@@ -90,9 +93,9 @@ def guard_dispatcher(torch, refuse):
     return dispatch_state
 
 
-def torch_state(torch, refuse):
+def torch_state(torch, refuse, seal):
     """The references the runner keeps of torch at start, by name, with the dispatcher's guards
-    installed (`guard_dispatcher`): what a judge's data treats as a tensor (tensor_types,
+    installed and sealed (`guard_dispatcher`): what a judge's data treats as a tensor (tensor_types,
     size_type, tensor_tolist, dtype_name), the torch function and dispatch mode stacks
     (function_stack, pop_function_mode, dispatch_stack) and `dispatch_state`. Without torch,
     stand-ins that find nothing."""
@@ -116,5 +119,5 @@ def torch_state(torch, refuse):
         "function_stack": C._len_torch_function_stack,
         "pop_function_mode": C._pop_torch_function_stack,
         "dispatch_stack": getattr(C, "_len_torch_dispatch_stack", lambda: 0),
-        "dispatch_state": guard_dispatcher(torch, refuse),
+        "dispatch_state": guard_dispatcher(torch, refuse, seal),
     }

@@ -182,6 +182,44 @@ CHEATS = [
         "torch.library.Library('_', 'IMPL').fallback(lambda *a, **k: None, 'ADInplaceOrView')",
         flag="fallback",
     ),
+    # the runner's own functions, reached through what it installs (the guards on torch's
+    # dispatcher, a test's output class): their closures and globals are readable, and a closure
+    # cell can be rebound, without an audited event
+    Cheat(
+        "library_kernel_through_a_guards_closure",
+        # a wrong MySequential (forward adds 1, no OrderedDict) that needs torch.equal to lie
+        "class MySequential(nn.Module):\n    def __init__(self, *modules):\n        super().__init__()\n"
+        "        for i, module in enumerate(modules):\n            self.add_module(str(i), module)\n"
+        "    def forward(self, X):\n        for module in self._modules.values():\n            X = module(X)\n"
+        "        return X + 1\n    def __getitem__(self, i):\n        return list(self._modules.values())[i]\n"
+        "    def __len__(self):\n        return len(self._modules)\n"
+        "_guard = torch._C._DispatchModule.impl  # the original kernel registration, from the guard's closure\n"
+        "_impl = next((c.cell_contents for c in getattr(_guard, '__closure__', None) or ()\n"
+        "              if type(c.cell_contents).__name__ == 'instancemethod'), _guard)\n"
+        "_lib = torch.library.Library('aten', 'IMPL')\n_impl(_lib.m, 'equal', 'CPU', lambda a, b: True, False)\n",
+        flag="torch's operators",
+    ),
+    Cheat(
+        "refusals_emptied_through_a_guards_closure",
+        "import gc\ntry:\n    gc.get_objects()\nexcept RuntimeError:\n    pass\n"
+        "_cells = lambda f: [c.cell_contents for c in getattr(f, '__closure__', None) or ()]\n"
+        "for _refuse in _cells(torch._C._DispatchModule.fallback):  # refuse -> record -> the refusals noted\n"
+        "    for _record in _cells(_refuse):\n        for _noted in _cells(_record):\n"
+        "            if type(_noted) is list:\n                _noted.clear()",
+        flag="heap",
+    ),
+    Cheat(
+        "audit_hook_let_in_through_a_runner_class",
+        "import sys\nfor _cls in object.__subclasses__():  # a class of the runner's: its methods' globals\n"
+        "    for _f in list(vars(_cls).values()):\n        _g = getattr(_f, '__globals__', None)\n"
+        "        if type(_g) is dict and type(_g.get('ALWAYS')) is dict:\n            _g['ALWAYS'].clear()\n"
+        "_sources = []\n"
+        "sys.addaudithook(lambda event, args: event == 'compile' and args[1] == '<grader-test>'"
+        " and _sources.append(args[0]))",
+        base="correct",
+        flag="audit hook",
+        later="print('TESTS-SEEN-BY-AN-AUDIT-HOOK', len(_sources), *_sources)",
+    ),
     Cheat(
         "python_dispatcher_left_on_in_test",
         _in_test("MySequential._kept = torch._C._EnablePythonDispatcher()"),

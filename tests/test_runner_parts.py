@@ -5,6 +5,7 @@ become the one file the kernel runs (trusted.assemble) is checked here too; the 
 
 from __future__ import annotations
 
+import _functools
 import _socket
 import ast
 import builtins
@@ -19,7 +20,7 @@ import pytest
 
 from grader import runner, runner_audit, runner_channel, runner_hooks, runner_reset, runner_test, runner_torch, trusted
 from grader import runner_who as who
-from grader.runner_data import make_capped_text
+from grader.runner_data import make_capped_text, make_seal
 
 pytestmark = pytest.mark.unit
 
@@ -123,6 +124,127 @@ def test_no_closure_of_the_runner_reads_a_shared_name_when_called():
     for path in trusted.RUNNER_PARTS:
         visit(symtable.symtable(path.read_text(encoding="utf-8"), path.name, "exec"), False, False)
     assert not found, found
+
+
+# -- what student code can reach of the runner's ---------------------------------------------------
+GUARDED = runner_torch.GUARDED
+MUTABLE = (list, dict, set, bytearray)
+
+
+def stand_in_torch() -> types.SimpleNamespace:
+    """torch with what the dispatcher's guards take of torch._C: `_DispatchModule`'s methods answer
+    with their name; only aten::equal has a kernel."""
+
+    def method(name):
+        return lambda self, *args, **kwargs: (name, args)
+
+    module_type = type("_DispatchModule", (), {name: method(name) for name in GUARDED})
+    C = types.SimpleNamespace(
+        _DispatchModule=module_type,
+        DispatchKey=type("DispatchKey", (), {}),
+        _dispatch_key_name=str,
+        _dispatch_has_kernel=lambda name: name == "aten::equal",
+        _dispatch_keyset_to_string=str,
+        _dispatch_tls_local_include_set=lambda: "",
+        _dispatch_tls_local_exclude_set=lambda: "",
+        _dispatch_library=lambda kind, ns, *args: module_type(),
+    )
+    return types.SimpleNamespace(_C=C)
+
+
+def cell_contents(cell: types.CellType) -> object:
+    try:
+        return cell.cell_contents
+    except ValueError:  # empty: its name is not bound yet
+        return None
+
+
+def reachable(roots: list, home: str) -> list:
+    """Everything Python hands out, with no audited event, from `roots`: a function's globals,
+    builtins, closure cells (readable and rebindable), defaults and `__wrapped__`; a bound
+    method's function and self; what a class of module `home` (the runner's) or an instance holds;
+    the items of a container. Modules and classes of other modules are not entered."""
+    seen: set[int] = set()
+    found, todo = [], list(roots)
+    while todo:
+        value = todo.pop()
+        if id(value) in seen or isinstance(value, types.ModuleType):
+            continue
+        seen.add(id(value))
+        found.append(value)
+        if isinstance(value, types.FunctionType):
+            cells = [cell_contents(cell) for cell in value.__closure__ or ()]
+            todo += [value.__globals__, value.__builtins__, *cells, value.__defaults__, value.__kwdefaults__]
+        todo += [getattr(value, name, None) for name in ("__wrapped__", "__func__", "__self__")]
+        if isinstance(value, type):
+            todo += list(vars(value).values()) if value.__module__ == home else []
+        elif isinstance(value, dict | types.MappingProxyType):
+            todo += [*value.keys(), *value.values()]
+        elif isinstance(value, list | tuple | set | frozenset):
+            todo += list(value)
+        elif hasattr(value, "__dict__") and not callable(value):
+            todo += list(vars(value).values())
+    return found
+
+
+def test_a_sealed_function_is_called_and_hands_nothing_back():
+    kept: list = []
+
+    def function(*args):
+        kept.append(args)
+        return "called"
+
+    sealed = make_seal(_functools._lru_cache_wrapper)(function)
+    owner = type("Owner", (), {"method": sealed})()
+    assert sealed(1) == "called" and owner.method(2) == "called" and kept == [(1,), (owner, 2)]
+    assert sealed.__wrapped__ is None  # torch._dynamo asks every lru_cache wrapper of torch's for one
+    hidden = ("__closure__", "__globals__", "__builtins__", "__code__", "__func__", "__self__")
+    assert not [name for name in hidden if hasattr(sealed, name)]
+    assert function not in reachable([sealed, owner.method, type(owner)], "not the runner's")
+
+
+def test_nothing_the_runner_hands_out_leads_back_to_its_namespace_or_its_state():
+    """The guards on torch's dispatcher and a test's output class (its class, its methods, an
+    instance: sys.stdout while a test runs), as the start-up file makes them: none reaches the
+    runner's namespace, its builtins or any of its functions (whose closure cells hold its state,
+    such as the list of refusals noted), and each still does its job."""
+    namespace = {"__name__": "grader_runner_here", "__builtins__": dict(vars(builtins))}
+    exec(compile(trusted.assemble(), "<grader-runner>", "exec"), namespace)
+    record, refuse, take_refused = namespace["make_refusals"]()
+    seal = namespace["make_seal"](_functools._lru_cache_wrapper)
+    torch = stand_in_torch()
+    namespace["guard_dispatcher"](torch, refuse, seal)
+    capped_text = namespace["make_capped_text"](5, seal)
+    output = capped_text()
+    output.write("printed")
+    module_type = torch._C._DispatchModule
+    guards = [vars(module_type)[name] for name in GUARDED]  # what torch.library calls
+    roots = [*guards, torch._C._dispatch_library, capped_text, output, output.write, namespace["TestTimeout"]]
+    found = reachable(roots, "grader_runner_here")
+    functions = [value for value in found if isinstance(value, types.FunctionType)]
+    assert not [value for value in found if value is namespace or value is namespace["__builtins__"]]
+    assert not [function for function in functions if function.__globals__ is namespace], functions
+    assert not [
+        (function, cell)
+        for function in functions
+        for cell in function.__closure__ or ()
+        if isinstance(cell.cell_contents, MUTABLE)
+    ]
+    # Each still does its job: the guards refuse a kernel for torch's operators, the class keeps text.
+    library, aten = torch._C._dispatch_library("IMPL", "mine"), torch._C._dispatch_library("IMPL", "aten")
+    assert library.impl("op", "CPU", print) == ("impl", ("op", "CPU", print))
+    assert aten.impl("equal", "Meta", print) == ("impl", ("equal", "Meta", print))
+    with pytest.raises(RuntimeError, match="torch's operators"):
+        aten.impl("equal", "CPU", print)
+    with pytest.raises(RuntimeError, match="fallback"):
+        library.fallback(print, "CPU")
+    assert output.getvalue() == "print" and output.truncated and not output.isatty()
+    assert len(take_refused()) == 2
+    # The walk does find the namespace where it is within reach: unsealed, a guard leads there.
+    unsealed = stand_in_torch()
+    namespace["guard_dispatcher"](unsealed, refuse, lambda function: function)
+    unsealed_guards = [vars(unsealed._C._DispatchModule)[name] for name in GUARDED]
+    assert any(value is namespace for value in reachable(unsealed_guards, "grader_runner_here"))
 
 
 # -- who is asking ----------------------------------------------------------------------------
@@ -364,13 +486,13 @@ def run():
         reset_monitoring=lambda: False,
         dispatch_state=lambda: "",
         plain=lambda value: ("plain", value),
-        capped_text=make_capped_text(10),
+        capped_text=make_capped_text(10, make_seal(_functools._lru_cache_wrapper)),
         timeout_error=Stop,
         failure=runner_test.make_failure(known[2]),
     )
     user_ns = {"answer": lambda: 41, "explode": lambda: 1 / 0, "math": "rebound by the student", "Stop": Stop}
     namespace = runner_test.make_namespace(user_ns, dict(vars(builtins)), {"math": __import__("math")}, sys.modules)
-    torch = runner_torch.torch_state(None, None)
+    torch = runner_torch.torch_state(None, None, None)
     after = runner_test.make_after_test(sys.gettrace, sys.settrace, torch)
     return runner_test.make_run(lambda: flags.pop(0) if flags else [], namespace, execute, after, lambda: None)
 
