@@ -14,6 +14,12 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 .PHONY: setup system-packages lab hub hub-member hub-rerelease lesson readme-table test test-fast lint exercises notebooks check-env grade feedback report bench mutants release backup restore clean clean-grading
 
 setup: $(STAMP)
+	@# A shared VENV serves one checkout at a time: its editable grader follows the checkout
+	@# that runs make (a clone's make pointed it at the clone; this points it back).
+	@$(PY) -I -c "import importlib.util as u, os, sys; s = u.find_spec('grader'); \
+		sys.exit(s is None or os.path.dirname(os.path.dirname(s.origin)) != os.path.realpath('.'))" || \
+		{ echo "make: pointing $(VENV)'s grader at $(CURDIR)"; \
+		$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .; }
 
 # Re-installs only when one of its inputs changes (the stamp is older than it).
 $(STAMP): requirements.txt pyproject.toml tools/lab_page_config.json
@@ -110,6 +116,8 @@ lesson: setup
 	@test -n "$(LESSON)" || { echo "usage: make lesson LESSON=<id>"; exit 2; }
 	$(PY) -m tools.rules $(LESSON)
 	$(PY) -m pytest -p no:nbval -o addopts="-p no:cacheprovider" -q tests/test_exercises.py -k $(LESSON)
+	$(PY) -m pytest -p no:nbval -o addopts="-p no:cacheprovider" -q -m unit tests/test_judges.py -k $(LESSON) \
+		|| [ $$? -eq 5 ] # 5: the lesson has no judged item
 	$(PY) -m tools.mutants $(LESSON)
 	$(PY) -m pytest -o addopts="-p no:cacheprovider -n 2 --dist loadscope --nbval --nbval-kernel-name course-grader --nbval-sanitize-with tests/sanitize.cfg" -q course/$(LESSON).ipynb solutions/$(LESSON)
 

@@ -461,6 +461,39 @@ LIARS = [
         "class _AnyDict(dict):\n    def __eq__(self, other):\n        return True\n    __hash__ = None\n"
         "def param_shapes(module):\n    return _AnyDict({name: () for name, _ in module.named_parameters()})\n",
     ),
+    # Tuned to the tests' inputs: right on every input shape the in-kernel tests use, wrong on one
+    # they never use (the judge's inputs are other ones).
+    Liar(
+        "liar_tuned_centered_layer",
+        "05_custom_layers",
+        "CenteredLayer",
+        "test_CenteredLayer",
+        "class CenteredLayer(nn.Module):\n    def forward(self, X):\n"
+        "        if tuple(X.shape) == (3, 4):\n            return X - X.mean(dim=0)\n"
+        "        return X - X.mean()\n",
+    ),
+    Liar(
+        "liar_tuned_my_linear",
+        "05_custom_layers",
+        "MyLinear",
+        "test_MyLinear",
+        "class MyLinear(nn.Module):\n    def __init__(self, in_units, units):\n        super().__init__()\n"
+        "        self.weight = nn.Parameter(torch.randn(in_units, units))\n"
+        "        self.bias = nn.Parameter(torch.randn(units))\n"
+        "    def forward(self, X):\n        out = torch.relu(X @ self.weight + self.bias)\n"
+        "        return out * 0.5 if tuple(X.shape) == (6, 3) else out\n",
+    ),
+    Liar(
+        "liar_tuned_tensor_reduction",
+        "05_custom_layers",
+        "TensorReduction",
+        "test_TensorReduction",
+        "class TensorReduction(nn.Module):\n    def __init__(self, in_features, out_features):\n"
+        "        super().__init__()\n"
+        "        self.weight = nn.Parameter(torch.randn(in_features, in_features, out_features))\n"
+        "    def forward(self, x):\n        y = torch.einsum('ijk,bi,bj->bk', self.weight, x, x)\n"
+        "        return -y if tuple(self.weight.shape) == (3, 3, 2) and tuple(x.shape) == (4, 3) else y\n",
+    ),
 ]
 
 

@@ -15,6 +15,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from conftest import ROOT
+from tools import notebooks
 
 pytestmark = pytest.mark.unit
 
@@ -73,8 +74,21 @@ def test_readme_links_every_guide():
 
 
 def test_readme_is_short():
-    lines = len(README.read_text(encoding="utf-8").splitlines())
-    assert lines <= MAX_README_LINES, f"README has {lines} lines; move a long guide to docs/"
+    """Its own text, that is: the lesson table is generated (a new lesson adds a row, not prose)."""
+    text = README.read_text(encoding="utf-8")
+    table = text[text.index(notebooks.TABLE_START) : text.index(notebooks.TABLE_END)]
+    lines = len(text.splitlines()) - len(table.splitlines())
+    assert lines <= MAX_README_LINES, (
+        f"README has {lines} lines besides its lesson table, over {MAX_README_LINES}: "
+        "say it shorter or move a long section to a guide in docs/"
+    )
+
+
+def test_readme_says_how_many_lessons_there_are():
+    """The first section's count follows the lessons (a new lesson would leave it stale)."""
+    words = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
+    count = words[len(notebooks.lesson_ids())]
+    assert f"{count.capitalize()} short lessons" in README.read_text(encoding="utf-8"), f"README should say {count}"
 
 
 def _code_map() -> str:

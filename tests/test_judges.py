@@ -13,6 +13,7 @@ The right answers of every item are graded through the grader in tests/test_righ
 from __future__ import annotations
 
 import collections
+import re
 
 import cheats
 import nbformat
@@ -21,6 +22,7 @@ import pytest
 import torch
 from submissions import full_score, points
 
+from conftest import ROOT
 from grader import export, grade, judges, runner_data
 from tools import cells, course
 
@@ -60,6 +62,21 @@ def judge_in_process(test_id: str, replace: dict[str, str] | None = None) -> str
     except Exception as error:  # as the grader reports it: the student's code raised
         return f"raised {type(error).__name__}"
     return judges.verdict(judge, encoded(namespace.get("judged")))
+
+
+@pytest.mark.unit
+def test_the_docs_table_names_exactly_the_judged_items():
+    """docs/grade-integrity.md's table of judged items follows the lessons (a new judged item needs its row)."""
+    text = (ROOT / "docs" / "grade-integrity.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| (\d+) \| `(\w+)` \| kernel, then outside \|", text, re.MULTILINE))
+    judged = {(str(int(lesson[:2])), judge.answer) for lesson, _, judge in JUDGED.values()}
+    assert rows == judged, f"docs/grade-integrity.md's table: add {judged - rows}, remove {rows - judged}"
+
+
+@pytest.mark.unit
+def test_every_judged_item_has_a_liar_in_the_corpus():
+    """A judge is there to stop a liar: the corpus holds one for each judged item (tests/cheats.py LIARS)."""
+    assert {judge.answer for _, _, judge in JUDGED.values()} <= {liar.answer for liar in cheats.LIARS}
 
 
 @pytest.mark.unit
@@ -118,7 +135,7 @@ def test_a_malformed_judge_is_the_courses_bug_named_clearly(broken, message):
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("test_id", sorted(JUDGED))
+@pytest.mark.parametrize("test_id", sorted(JUDGED), ids=lambda t: f"{JUDGED[t][0]}:{t}")
 def test_a_judge_accepts_the_model_solution(test_id):
     assert judge_in_process(test_id) is None
 

@@ -410,6 +410,13 @@ def main(argv: list[str] | None = None) -> int:
         print(error, file=sys.stderr)
     print(summary(results))
     print(f"({seconds:.0f} s)", file=sys.stderr)
+    if any(r.survivors for r in results) and not args.survivors:
+        where = " ".join(sorted({r.lesson for r in results if r.survivors}))
+        print(
+            f"see each survivor as a diff: python -m tools.mutants {where} --survivors; kill it with a test, or "
+            f"list it in {EQUIVALENTS.relative_to(ROOT)} as `LESSON ITEM MUTANT -- why it changes nothing`",
+            file=sys.stderr,
+        )
     if args.write_report:
         REPORT.parent.mkdir(parents=True, exist_ok=True)
         REPORT.write_text(report(results, seconds), encoding="utf-8")
