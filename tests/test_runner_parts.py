@@ -159,11 +159,21 @@ def cell_contents(cell: types.CellType) -> object:
         return None
 
 
+def attribute(value: object, name: str) -> object:
+    """`value.name`, or None: asking an object of a library for an attribute it lacks may raise
+    anything (torch.cuda's lazy objects raise AssertionError on a machine without CUDA)."""
+    try:
+        return getattr(value, name, None)
+    except Exception:
+        return None
+
+
 def reachable(roots: list, home: str) -> list:
     """Everything Python hands out, with no audited event, from `roots`: a function's globals,
     builtins, closure cells (readable and rebindable), defaults and `__wrapped__`; a bound
-    method's function and self; what a class of module `home` (the runner's) or an instance holds;
-    the items of a container. Modules and classes of other modules are not entered."""
+    method's function and self; what a class of module `home` (the runner's) or an instance of one
+    holds; the items of a container. Modules, and classes and instances of other modules (torch's,
+    the builtins'), are not entered."""
     seen: set[int] = set()
     found, todo = [], list(roots)
     while todo:
@@ -175,15 +185,15 @@ def reachable(roots: list, home: str) -> list:
         if isinstance(value, types.FunctionType):
             cells = [cell_contents(cell) for cell in value.__closure__ or ()]
             todo += [value.__globals__, value.__builtins__, *cells, value.__defaults__, value.__kwdefaults__]
-        todo += [getattr(value, name, None) for name in ("__wrapped__", "__func__", "__self__")]
+        todo += [attribute(value, name) for name in ("__wrapped__", "__func__", "__self__")]
         if isinstance(value, type):
             todo += list(vars(value).values()) if value.__module__ == home else []
         elif isinstance(value, dict | types.MappingProxyType):
             todo += [*value.keys(), *value.values()]
         elif isinstance(value, list | tuple | set | frozenset):
             todo += list(value)
-        elif hasattr(value, "__dict__") and not callable(value):
-            todo += list(vars(value).values())
+        elif type(value).__module__ == home and isinstance(attribute(value, "__dict__"), dict):
+            todo += list(attribute(value, "__dict__").values())
     return found
 
 
