@@ -17,6 +17,8 @@ apart: score and max_score of the autograded tests, needs_manual for the written
 
 from __future__ import annotations
 
+import html
+import json
 import re
 from pathlib import Path
 
@@ -139,6 +141,27 @@ Score: {{ cell.metadata.nbgrader.score | float | round(2) }} / {{ cell.metadata.
 """
 
 
+def quoted_forms(lines: list[str]) -> list[str]:
+    """Each hidden-test line as printed plainly and in the forms a program prints text quoted:
+    inside a repr or JSON string (escaped quotes, backslashes and newlines), HTML-escaped. A
+    notebook that got hold of a test's source and printed its repr (a bytes or str repr, as one
+    leak did) must not get its lines past the scrub."""
+    forms = []
+    for line in lines:
+        escaped = line.encode("unicode_escape").decode("ascii")
+        variants = {
+            line,
+            escaped,
+            escaped.replace("'", "\\'"),
+            escaped.replace('"', '\\"'),
+            json.dumps(line)[1:-1],
+            html.escape(line),
+            html.escape(line, quote=False),
+        }
+        forms.extend(sorted(variants, key=len, reverse=True))
+    return forms
+
+
 def _scrub_output(output, secret: list[str]) -> None:
     if "text" in output:
         output.text = scrub(output.text, secret)
@@ -155,7 +178,9 @@ class HideHiddenTests(NbGraderPreprocessor):
     hidden-test line it quotes (whatever a notebook managed to print)."""
 
     def preprocess(self, nb, resources):
-        secret = [line for cell in nb.cells if cell.cell_type == "code" for line in hidden_lines(cell.source)]
+        secret = quoted_forms(
+            [line for cell in nb.cells if cell.cell_type == "code" for line in hidden_lines(cell.source)]
+        )
         for cell in nb.cells:
             meta = cell.metadata.get("nbgrader", {})
             if cell.cell_type == "code" and meta.get("grade"):

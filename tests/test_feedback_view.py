@@ -163,3 +163,27 @@ def test_feedback_with_another_db_url_names_that_gradebook(tmp_path, capsys):
         assert main(["feedback", A, "--root", str(root), *extra]) == 1
         assert capsys.readouterr().err.strip() == no_grades_message(db_url)
     assert not (tmp_path / "elsewhere.db").exists(), "a gradebook that is not there is not created"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("printed", ["plain", "str repr", "bytes repr", "json", "html"])
+def test_a_hidden_line_is_scrubbed_in_every_form_a_program_prints_text(printed):
+    """A notebook that got hold of a test's source and printed it quoted (a leak once reached the
+    feedback as a bytes repr, escaped newlines and all) still shows no hidden line."""
+    import html
+    import json
+
+    from nbformat import NotebookNode
+
+    line = 'assert count(nn.ReLU()) == 0, "A module without parameters has 0 of them."'
+    source = f"x = 1\n{line}\n"
+    text = {
+        "plain": source,
+        "str repr": repr(source),
+        "bytes repr": repr(source.encode()),
+        "json": json.dumps(source),
+        "html": html.escape(source),
+    }[printed]
+    output = NotebookNode(output_type="stream", name="stdout", text=text)
+    feedback._scrub_output(output, feedback.quoted_forms([line]))
+    assert "count(nn.ReLU())" not in output.text and "[hidden test]" in output.text, output.text
