@@ -44,7 +44,7 @@ from IPython import get_ipython
 
 from grader.runner_audit import make_audit_hook, make_is_file_text, make_judge, make_refusals
 from grader.runner_channel import listen, make_answer, make_serve
-from grader.runner_data import make_capped_text, make_plain, make_seal
+from grader.runner_data import make_capped_text, make_plain, make_seal, make_seal_test
 from grader.runner_hooks import (
     class_snapshot,
     make_check,
@@ -59,7 +59,15 @@ from grader.runner_hooks import (
     watch_transformers,
 )
 from grader.runner_reset import make_end_strays, make_exit_fork, make_monitoring_reset, make_watchdog
-from grader.runner_test import TestTimeout, make_after_test, make_execute, make_failure, make_namespace, make_run
+from grader.runner_test import (
+    SEAL_NAMES,
+    TestTimeout,
+    make_after_test,
+    make_execute,
+    make_failure,
+    make_namespace,
+    make_run,
+)
 from grader.runner_torch import torch_state
 from grader.runner_who import library_prefixes, make_asker, make_is_library, make_known_code
 
@@ -128,7 +136,8 @@ def _install(runner_code: CodeType) -> None:
         timeout_error=TestTimeout,
         failure=make_failure(is_protected),
     )
-    namespace = make_namespace(shell.user_ns, builtins_copy, all_modules, modules)
+    sealers = make_seal_test(seal, SEAL_NAMES, staticmethod, classmethod)  # a test's functions (trusted.seal_functions)
+    namespace = make_namespace(shell.user_ns, builtins_copy, all_modules, modules, sealers)
     after_test = make_after_test(sys.gettrace, sys.settrace, torch)
     run = make_run(check, namespace, execute, after_test, make_exit_fork(os.getpid, start_pid, os._exit))
 

@@ -32,6 +32,37 @@ def make_seal(lru_cache_wrapper):
     return seal
 
 
+def make_seal_test(seal, names, staticmethod, classmethod):
+    """{name: sealer} for `names` (runner_test.SEAL_NAMES): what every `def` and `lambda` of a
+    test is wrapped in (trusted.seal_functions), so that a function a test hands to student code
+    (a factory, a hook, a method of a test's class) gives no way back to the tests' namespace: a
+    Python function would hand out its `__globals__` with no audited event, and student code
+    could rebind there what the rest of the test calls (`len`, `torch`, a helper). Sealed
+    (`seal`, make_seal's), it keeps its name, qualified name, module and docstring (plain
+    strings, for messages); it binds as a method, and zero-argument `super()` still works.
+    The second and third sealers make the sealed function a staticmethod (`__new__`) and a
+    classmethod (`__init_subclass__`, `__class_getitem__`), as a class body does with a plain
+    function of those names. The sealers are sealed too."""
+    _type, _str, _getattr, _setattr = type, str, getattr, setattr
+    kept = ("__name__", "__qualname__", "__module__", "__doc__")
+
+    def seal_test(function):
+        sealed = seal(function)
+        for name in kept:
+            value = _getattr(function, name, None)
+            if _type(value) is _str:
+                _setattr(sealed, name, value)
+        return sealed
+
+    def seal_static(function):
+        return staticmethod(seal_test(function))
+
+    def seal_class(function):
+        return classmethod(seal_test(function))
+
+    return {name: seal(sealer) for name, sealer in zip(names, (seal_test, seal_static, seal_class))}
+
+
 def make_plain(tensor_types, size_type, tensor_tolist, dtype_name, numpy=None, limit=1_000_000):
     """`plain(value)`: exact built-in types only, built without calling a method of a student's
     object; a real tensor as ("tensor", dtype, nested lists), anything else as ("object", type

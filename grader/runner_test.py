@@ -12,14 +12,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+# What a test's `def` and `lambda` are wrapped in (trusted.seal_functions writes the names into the
+# test's source; runner_data.make_seal_test makes what they stand for): the sealer of a function,
+# and the two that make a sealed `__new__` a staticmethod and a sealed `__init_subclass__` or
+# `__class_getitem__` a classmethod, as Python does for those functions.
+SEAL_NAMES = ("__grader_seal__", "__grader_seal_static__", "__grader_seal_class__")
+
 
 class TestTimeout(BaseException):
     """A test ran past its time limit (a BaseException: `except Exception` does not stop it)."""
 
 
-def make_namespace(user_ns: dict, builtins_copy: dict, all_modules: dict, modules: dict) -> Callable[[dict], dict]:
+def make_namespace(
+    user_ns: dict, builtins_copy: dict, all_modules: dict, modules: dict, sealers: dict | None = None
+) -> Callable[[dict], dict]:
     """`namespace(imports)`: the tests' namespace, refreshed with the notebook's names, fresh
-    builtins and the release's imports (name -> (module, attribute or None)), for the next test."""
+    builtins and the release's imports (name -> (module, attribute or None)), for the next test;
+    `sealers` (SEAL_NAMES -> runner_data.make_seal_test's) last, whatever the notebook named so."""
     _dict, _getattr, _exception = dict, getattr, Exception
     import_module = builtins_copy["__import__"]
     tests_ns: dict = {}
@@ -38,6 +47,7 @@ def make_namespace(user_ns: dict, builtins_copy: dict, all_modules: dict, module
                 tests_ns[name] = resolve(module_name, attribute)
             except _exception:
                 pass
+        tests_ns.update(sealers or {})
         return tests_ns
 
     return namespace

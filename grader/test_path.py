@@ -77,7 +77,8 @@ class TrustedTestPath:
             self._note_error(cell, cell_index)
             return result
         # A test cell: run by the runner, scored from its record only.
-        source = trusted.python_source(judges.without_judge(cell.source))
+        # Every function the test defines, sealed (trusted.seal_functions): line numbers below are the result's.
+        source = trusted.seal_functions(trusted.python_source(judges.without_judge(cell.source)))
         hidden = trusted.HIDDEN_BEGIN in cell.source
         timeout = self._cell_timeout(cell)
         message = {
@@ -140,7 +141,12 @@ class TrustedTestPath:
 
     def _judge(self, index, judge: judges.Judge, reply: dict, timeout: int) -> dict:
         """The test passed in the kernel; now the judge decides from data (judges.py)."""
-        message = {"op": "collect", "source": judge.collect, "imports": self._imports, "timeout": timeout}
+        message = {
+            "op": "collect",
+            "source": trusted.seal_functions(judge.collect),
+            "imports": self._imports,
+            "timeout": timeout,
+        }
         collected = self._runner_request(
             index, message, timeout=timeout + self.interrupt_grace, late=f"a cell ran past {timeout} s"
         )

@@ -31,6 +31,8 @@ from pathlib import Path
 from IPython.core.inputtransformer2 import TransformerManager
 from nbformat import NotebookNode
 
+from grader.runner_test import SEAL_NAMES
+
 # The kernel runs one file, the runner's parts in this order: each after the parts it imports
 # (runner.py, the assembly, last). See `assemble`.
 RUNNER_PARTS = tuple(
@@ -212,6 +214,47 @@ def python_source(source: str) -> str:
     Cached: every submission of a class has the same test cells (restored from the release)."""
 
     return TransformerManager().transform_cell(source)
+
+
+# Functions Python makes a staticmethod or a classmethod when a class body defines them undecorated.
+_IMPLICIT = {"__new__": SEAL_NAMES[1], "__init_subclass__": SEAL_NAMES[2], "__class_getitem__": SEAL_NAMES[2]}
+
+
+@functools.lru_cache(maxsize=512)
+def seal_functions(source: str) -> str:
+    """`source` with every function it defines sealed when made (runner_data.make_seal_test): a
+    decorator line above each `def` (under the test's own decorators: `@staticmethod` and
+    `functools.wraps` get the sealed function), in classes and functions too, and each `lambda`
+    (but one inside an f-string) wrapped in a call. A function a test hands to student code then
+    gives no way back to the tests' namespace. Lines only ever come in as decorator lines, every
+    other line keeps its text: `hidden_start` of the result is where its hidden tests begin, and
+    an error's line in the result is the line of the result's own statement. Left as it is when it
+    does not parse (the runner reports the error)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    lines = source.split("\n")
+    inline: list[tuple[int, int, str]] = []  # (line index, byte offset, text)
+    above: list[tuple[int, str]] = []  # (line index, name of the sealer)
+    in_fstring = {id(n) for f in ast.walk(tree) if isinstance(f, ast.JoinedStr) for n in ast.walk(f)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Lambda) and id(node) not in in_fstring and node.end_lineno is not None:
+            inline.append((node.end_lineno - 1, node.end_col_offset or 0, ")"))
+            inline.append((node.lineno - 1, node.col_offset, SEAL_NAMES[0] + "("))
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                implicit = isinstance(node, ast.ClassDef) and not child.decorator_list
+                above.append(
+                    (child.lineno - 1, _IMPLICIT.get(child.name, SEAL_NAMES[0]) if implicit else SEAL_NAMES[0])
+                )
+    for index, offset, text in sorted(inline, reverse=True):
+        line = lines[index].encode()
+        lines[index] = (line[:offset] + text.encode() + line[offset:]).decode()
+    for index, name in sorted(above, reverse=True):
+        indent = lines[index][: len(lines[index]) - len(lines[index].lstrip())]
+        lines.insert(index, f"{indent}@{name}")
+    return "\n".join(lines)
 
 
 def release_imports(nb) -> dict[str, tuple[str, str | None]]:

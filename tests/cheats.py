@@ -310,16 +310,36 @@ CHEATS = [
         flag="frames",
         later="print(_kept[0].__traceback__.tb_frame.f_back.f_code.co_consts)",
     ),
-    # a function a test handed to the answer, read while a later test runs
+    # a function a test handed to the answer, read while a later test runs: sealed, it has no
+    # code to read, so the cheat reads the code of the test that calls it, through its frame
     Cheat(
         "leak_a_tests_function_in_a_later_test",
         "_kept = []\n_real_make_stack = make_stack\n"
         "def make_stack(factory, n):\n    _kept.append(factory)\n    return _real_make_stack(factory, n)",
         base="correct",
-        flag="a test's code",
-        later="_real_fixed_init = FixedHiddenMLP.__init__\n"
+        flag="frames",
+        later="import sys\n_real_fixed_init = FixedHiddenMLP.__init__\n"
         "def _fixed_init(self, *args, **kwargs):\n    _real_fixed_init(self, *args, **kwargs)\n"
-        "    print(_kept[0].__code__.co_consts)\nFixedHiddenMLP.__init__ = _fixed_init",
+        "    _code = getattr(_kept[0], '__code__', None) or sys._getframe(1).f_code\n"
+        "    print(_code.co_consts)\nFixedHiddenMLP.__init__ = _fixed_init",
+        answer="make_stack",
+    ),
+    # a function a test hands to the answer leads back to the tests' namespace (its __globals__):
+    # the answer rebinds what the rest of the test calls (len, all, torch.equal), so every assert
+    # passes; the caller's frame, where the function gives no way back, is refused
+    Cheat(
+        "rebind_through_a_tests_function",
+        "import sys\n"
+        "class _Yes(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n"
+        "class _Torch:\n    def __getattr__(self, name):\n        return getattr(torch, name)\n"
+        "    def equal(self, a, b):\n        return False\n"
+        "def make_stack(factory, n):\n    layer = factory()\n"
+        "    names = getattr(factory, '__globals__', None)\n"
+        "    if names is None and not isinstance(factory, type):\n        names = sys._getframe(1).f_globals\n"
+        "    if names is not None:\n"
+        "        names.update(len=lambda x: _Yes(0), all=lambda x: True, torch=_Torch())\n"
+        "    return nn.Sequential(*[layer] * n)",
+        flag="frames",
         answer="make_stack",
     ),
     Cheat(

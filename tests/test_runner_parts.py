@@ -20,7 +20,7 @@ import pytest
 
 from grader import runner, runner_audit, runner_channel, runner_hooks, runner_reset, runner_test, runner_torch, trusted
 from grader import runner_who as who
-from grader.runner_data import make_capped_text, make_seal
+from grader.runner_data import make_capped_text, make_seal, make_seal_test
 
 pytestmark = pytest.mark.unit
 
@@ -501,7 +501,12 @@ def run():
         failure=runner_test.make_failure(known[2]),
     )
     user_ns = {"answer": lambda: 41, "explode": lambda: 1 / 0, "math": "rebound by the student", "Stop": Stop}
-    namespace = runner_test.make_namespace(user_ns, dict(vars(builtins)), {"math": __import__("math")}, sys.modules)
+    user_ns.update(rebind=rebind, __grader_seal__=lambda function: function)  # a student's sealer counts for nothing
+    seal = make_seal(_functools._lru_cache_wrapper)
+    sealers = make_seal_test(seal, runner_test.SEAL_NAMES, staticmethod, classmethod)
+    namespace = runner_test.make_namespace(
+        user_ns, dict(vars(builtins)), {"math": __import__("math")}, sys.modules, sealers
+    )
     torch = runner_torch.torch_state(None, None, None)
     after = runner_test.make_after_test(sys.gettrace, sys.settrace, torch)
     return runner_test.make_run(lambda: flags.pop(0) if flags else [], namespace, execute, after, lambda: None)
@@ -510,6 +515,77 @@ def run():
 def test_a_test_runs_in_its_own_namespace_with_the_releases_imports(run):
     reply = run("assert answer() + 1 == 42\nprint(math.pi)", {"math": ("math", None)}, timeout=5)
     assert reply["passed"] and reply["stdout"] == "3.14159265" and reply["truncated"] and reply["flags"] == []
+
+
+def rebind(function):
+    """A student's answer that rebinds, through a function a test handed it, what the test calls next."""
+    names = getattr(function, "__globals__", None)
+    if names is not None:
+        names["len"] = lambda value: 42
+    return function()
+
+
+# A test defining functions of every kind, each handed to `rebind`; its hidden part raises on line 30.
+DEFINING = """\
+def helper():
+    return 1
+class Base:
+    def __init__(self, value):
+        self.value = value
+class Child(Base):
+    def __init__(self, value=1):
+        super().__init__(value * 2)
+    @staticmethod
+    def twice():
+        return 2
+    @property
+    def shown(self):
+        return self.value
+    def __new__(cls, *args):
+        return super().__new__(cls)
+    def __init_subclass__(cls):
+        cls.made = True
+    def make(self):
+        def inner():
+            return self.value
+        return inner
+factory = lambda: (lambda: Child(3))
+handed = [helper, factory, factory(), Child.twice, Child().make(), Child, lambda: Child().shown]
+results = [rebind(function) for function in handed]
+class Grandchild(Child): pass
+### BEGIN HIDDEN TESTS
+assert len([]) == 0 and Grandchild.made and Child().shown == 2 and factory()().value == 6
+assert all(not hasattr(f, name) for f in handed[:5] for name in ("__globals__", "__closure__", "__code__"))
+assert helper.__name__ == "helper" and Child.make.__qualname__ == "Child.make"
+raise ValueError("line 30")
+"""
+
+
+def test_every_function_a_test_defines_is_sealed_and_its_lines_kept(run):
+    """trusted.seal_functions: a decorator line above every `def` (methods and nested functions
+    too; `__new__` stays a staticmethod, `__init_subclass__` a classmethod), every `lambda`
+    wrapped in a call, no other line changed; what student code gets of them has no
+    `__globals__`, so `rebind` cannot reach the tests' namespace. The runner puts the sealers in
+    the namespace after the notebook's names."""
+    sealed = trusted.seal_functions(DEFINING)
+    decorators = [f"@{name}" for name in runner_test.SEAL_NAMES]
+    kept = [line for line in sealed.split("\n") if line.strip() not in decorators]
+    assert [line.replace("__grader_seal__(", "").replace(")", "") for line in kept] == [
+        line.replace(")", "") for line in DEFINING.split("\n")
+    ]
+    assert sealed.count("@__grader_seal__\n") == 7 and sealed.count("__grader_seal__(lambda") == 3
+    assert (
+        "@__grader_seal_static__\n    def __new__" in sealed
+        and "@__grader_seal_class__\n    def __init_subclass__" in sealed
+    )
+    assert "@staticmethod\n    @__grader_seal__\n    def twice" in sealed  # under the test's own decorators
+    reply = run(sealed, {}, timeout=5)
+    line = reply["line"]
+    assert (reply["ename"], reply["message"]) == ("ValueError", "line 30"), reply
+    assert sealed.split("\n")[line - 1] == 'raise ValueError("line 30")' and line > trusted.hidden_start(sealed)
+    assert trusted.seal_functions("def broken(:\n") == "def broken(:\n"
+    unsealed = run(DEFINING, {}, timeout=5)  # the same test, unsealed: the student's rebinding wins
+    assert unsealed["ename"] == "AssertionError"
 
 
 def test_a_failed_test_says_who_raised_and_where(run):
