@@ -230,16 +230,25 @@ def check_judges(exercise: Source) -> None:
         names[judge.name] = cell.line
 
 
+def check_fixtures_name_answers(lesson: str, answers: list[str], fixtures: list, kind: str, least: int, need: str):
+    """Every fixture of `kind` (wrong, right) names an answer of the lesson, and every answer has
+    `least` of them (`need` says what to write). Returns where the fixtures live, for messages."""
+    folder = cells.WRONG_ANSWERS if kind == "wrong" else cells.RIGHT_ANSWERS
+    where = notebooks.display(folder / f"{lesson}.py")
+    for fixture in fixtures:
+        if fixture.answer_id not in answers:
+            fail(where, fixture.line, f"{kind} answer for {fixture.answer_id!r}, which is not an answer of {lesson}")
+    for answer in answers:
+        if sum(f.answer_id == answer for f in fixtures) < least:
+            fail(where, 1, f"{answer} {need}")
+    return where
+
+
 def check_wrong_answers(lesson: str, exercise: Source) -> None:
     answers = [c.grade_id for c in exercise.cells if c.role == "answer"]
     fixtures = cells.read_wrong_answers(lesson)
-    where = notebooks.display(cells.WRONG_ANSWERS / f"{lesson}.py")
-    for wrong in fixtures:
-        if wrong.answer_id not in answers:
-            fail(where, wrong.line, f"wrong answer for {wrong.answer_id!r}, which is not an answer of {lesson}")
-    for answer in answers:
-        if sum(w.answer_id == answer for w in fixtures) < 2:
-            fail(where, 1, f"{answer} needs at least two realistic wrong answers (students' real mistakes)")
+    need = "needs at least two realistic wrong answers (students' real mistakes)"
+    where = check_fixtures_name_answers(lesson, answers, fixtures, "wrong", 2, need)
     tests = [c.grade_id for c in exercise.cells if c.role == "tests"]
     for wrong in fixtures:
         for test_id in wrong.fails:
@@ -268,19 +277,11 @@ def check_canonical(source: Source) -> None:
 
 def check_right_answers(lesson: str, exercise: Source) -> None:
     answers = [c.grade_id for c in exercise.cells if c.role == "answer"]
-    fixtures = cells.read_right_answers(lesson)
-    where = notebooks.display(cells.RIGHT_ANSWERS / f"{lesson}.py")
-    for right in fixtures:
-        if right.answer_id not in answers:
-            fail(where, right.line, f"right answer for {right.answer_id!r}, which is not an answer of {lesson}")
-    for answer in answers:
-        if sum(r.answer_id == answer for r in fixtures) < 3:
-            fail(
-                where,
-                1,
-                f"{answer} needs at least three right answers written another way "
-                "(# %% right id=... -- how it differs): another API, a numpy scalar, a dict subclass, ...",
-            )
+    need = (
+        "needs at least three right answers written another way "
+        "(# %% right id=... -- how it differs): another API, a numpy scalar, a dict subclass, ..."
+    )
+    check_fixtures_name_answers(lesson, answers, cells.read_right_answers(lesson), "right", 3, need)
 
 
 def check_lesson(lesson: str) -> None:
