@@ -15,7 +15,7 @@ import submissions
 from nbgrader.api import Gradebook
 
 from conftest import ROOT
-from grader import feedback, grade, judges
+from grader import feedback, grade, judges, trusted
 from tools import cells, course
 
 pytestmark = pytest.mark.integration
@@ -129,7 +129,9 @@ def fixtures() -> dict[str, nbformat.NotebookNode]:
 
 def validate_verdicts(paths: list, cwd) -> dict[str, set[str]]:
     """`nbgrader validate` on the notebooks at once, from `cwd`: the test cells each one fails."""
-    tests = {c.metadata.nbgrader.grade_id: flat(c.source) for c in submissions.exercise(A).cells if is_test(c)}
+    tests = {
+        c.metadata.nbgrader.grade_id: flat(c.source) for c in submissions.exercise(A).cells if trusted.is_test_cell(c)
+    }
     env = grader_cases.cli_env(PYTHONUNBUFFERED="1")  # the log (stderr) and the report (stdout) in order
     done = subprocess.run(
         [str(grader_cases.BIN / "nbgrader"), "validate", *map(str, paths)],
@@ -145,11 +147,6 @@ def validate_verdicts(paths: list, cwd) -> dict[str, set[str]]:
     return verdicts
 
 
-def is_test(cell) -> bool:
-    meta = cell.metadata.get("nbgrader", {})
-    return cell.cell_type == "code" and meta.get("grade") and not meta.get("solution")
-
-
 @pytest.mark.sandbox
 def test_validate_gives_the_grades_verdict_for_every_right_and_wrong_answer(tmp_path):
     """Graded against its visible tests only (a course whose source has no hidden tests), every
@@ -162,7 +159,7 @@ def test_validate_gives_the_grades_verdict_for_every_right_and_wrong_answer(tmp_
     source = root / "solutions" / A / f"{A}.ipynb"
     nb = nbformat.read(source, as_version=4)
     for cell in nb.cells:
-        if is_test(cell):
+        if trusted.is_test_cell(cell):
             cell.source = visible_only(cell.source)
     nbformat.write(nb, source)
     folder, outside = tmp_path / "class", tmp_path / "home"
