@@ -43,7 +43,8 @@ _ = torch.manual_seed(0)
 # ## 1. Counting parameters
 #
 # Write `count_parameters(module, trainable_only=True)`: the number of scalar
-# values in the parameters of `module` (a `Linear(4, 3)` has `4 * 3 + 3 = 15`).
+# values in the parameters of `module` (a `Linear(4, 3)` has `4 * 3 + 3 = 15`),
+# as an integer, also for a module without parameters (0).
 #
 # - A parameter used at several places (tied) is counted **once**.
 # - With `trainable_only=True` (the default), parameters with
@@ -69,9 +70,16 @@ assert count_parameters(_tied) == 35, \
     "A frozen weight (requires_grad=False) should not count when trainable_only=True."
 assert count_parameters(_tied, trainable_only=False) == 50, \
     "With trainable_only=False the frozen weight should count too."
+_none = count_parameters(nn.ReLU())
+assert _none == 0 and not isinstance(_none, float) \
+    and not (isinstance(_none, torch.Tensor) and _none.is_floating_point()), \
+    f"count_parameters(nn.ReLU()) should be the integer 0, got {_none!r} ({type(_none).__name__}): a sum over " \
+    "no parameters must still be an integer (torch.tensor([]).sum() is the float 0.0; sum() of numel()s gives 0)."
 ### BEGIN HIDDEN TESTS
 assert count_parameters(nn.BatchNorm1d(6)) == 12, \
     "BatchNorm1d(6) has 12 parameters; running statistics are buffers: are you counting the state_dict?"
+assert count_parameters(nn.BatchNorm1d(6), trainable_only=False) == 12, \
+    "With trainable_only=False, BatchNorm1d(6) still has 12 parameters: its running statistics are buffers, not parameters."
 assert count_parameters(nn.ReLU()) == 0, "A module without parameters has 0 of them."
 _a, _b = nn.Linear(4, 4), nn.Linear(4, 4)
 _b.weight = _a.weight
@@ -112,6 +120,7 @@ judged = {
     "tied": count_parameters(_jtied),
     "tied_all": count_parameters(_jtied, trainable_only=False),
     "batch_norm": count_parameters(nn.BatchNorm1d(6)),
+    "batch_norm_all": count_parameters(nn.BatchNorm1d(6), trainable_only=False),
     "none": count_parameters(nn.ReLU()),
 }
 """
@@ -121,11 +130,16 @@ judged = {
             return i * o + o
 
         everything = linear_size(3, 5) + linear_size(5, 5)  # the shared layer once
-        want = {"tied": everything - 3 * 5, "tied_all": everything, "batch_norm": 2 * 6, "none": 0,
-                "weight_shared": 4 * 4 + 4 + 4, "own": 7, "own_all": 7 + linear_size(2, 3)}
+        want = {"tied": everything - 3 * 5, "tied_all": everything, "batch_norm": 2 * 6, "batch_norm_all": 2 * 6,
+                "none": 0, "weight_shared": 4 * 4 + 4 + 4, "own": 7, "own_all": 7 + linear_size(2, 3)}
+        inputs = {"tied": "a tied net with a frozen weight", "tied_all": "a tied net, trainable_only=False",
+                  "batch_norm": "BatchNorm1d(6)", "batch_norm_all": "BatchNorm1d(6), trainable_only=False",
+                  "none": "nn.ReLU()", "weight_shared": "two layers sharing a weight",
+                  "own": "a module with its own parameter", "own_all": "a module with its own parameter, trainable_only=False"}
         for key, expected in want.items():
-            if exact_int(data[key], "count_parameters(...)") != expected:
-                raise Rejected(f"count_parameters gave {data[key]} where {expected} was expected")
+            got = exact_int(data[key], f"count_parameters of {inputs[key]}")
+            if got != expected:
+                raise Rejected(f"count_parameters of {inputs[key]} gave {got} where {expected} was expected")
 
     return Judge("count_parameters", collect, check)
 ### END JUDGE
@@ -135,8 +149,8 @@ judged = {
 # ## 2. A table of parameter shapes
 #
 # Write `param_shapes(module)`: a `dict` that maps each qualified name produced by
-# `module.named_parameters()` (such as `'0.weight'`) to that parameter's shape as
-# a tuple of ints (such as `(8, 4)`).
+# `module.named_parameters()` (such as `'0.weight'`; frozen parameters are
+# parameters too) to that parameter's shape as a tuple of ints (such as `(8, 4)`).
 
 # %% answer grade_id="param_shapes"
 def param_shapes(module):
@@ -167,6 +181,10 @@ _shared = nn.Linear(2, 2)
 assert set(param_shapes(nn.Sequential(_shared, nn.ReLU(), _shared))) == {"0.weight", "0.bias"}, \
     "A tied layer's parameters appear once in named_parameters(), under their first name."
 assert param_shapes(nn.ReLU()) == {}, "A module without parameters gives an empty dict."
+_net = nn.Sequential(nn.Linear(2, 3), nn.Linear(3, 1))
+_net[0].weight.requires_grad_(False)
+assert set(param_shapes(_net)) == {"0.weight", "0.bias", "1.weight", "1.bias"}, \
+    "A frozen parameter (requires_grad=False) is still a parameter: every name of named_parameters() belongs in the dict."
 
 class _Scaled(nn.Module):
     def __init__(self):
@@ -182,15 +200,17 @@ def judge():
     from grader.judges import Judge, Rejected
 
     collect = """\
-judged = {"shapes": param_shapes(nn.Sequential(
-    nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Sequential(nn.Linear(8, 3), nn.Tanh(), nn.Linear(3, 2))))}
+_jnet = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Sequential(nn.Linear(8, 3), nn.Tanh(), nn.Linear(3, 2)))
+_jnet[2][0].requires_grad_(False)
+judged = {"shapes": param_shapes(_jnet)}
 """
 
     def check(data):
         shapes = data["shapes"]
         if type(shapes) is not dict:  # any dict arrives as one (an OrderedDict too)
             raise Rejected("param_shapes should return a dict")
-        want = {"1.weight": (8,), "1.bias": (8,)}  # a batch norm's; its running statistics are buffers
+        # a batch norm's; its running statistics are buffers (the frozen 2.0 layer's parameters count too)
+        want = {"1.weight": (8,), "1.bias": (8,)}
         for prefix, i, o in (("0", 4, 8), ("2.0", 8, 3), ("2.2", 3, 2)):
             want[f"{prefix}.weight"], want[f"{prefix}.bias"] = (o, i), (o,)
         if set(shapes) != set(want):
@@ -328,7 +348,8 @@ assert _net is not None and _net[2] is _net[4] and all(p.device.type == "meta" f
 # Write `freeze(module, prefixes)`: set `requires_grad=False` on every parameter
 # whose qualified name (from `named_parameters()`) **starts with** one of the
 # strings in `prefixes` (a list or tuple), and return the names of the frozen
-# parameters as a list. The other parameters stay as they are.
+# parameters as a list. The other parameters stay as they are: one frozen
+# earlier stays frozen, one that is trainable stays trainable.
 #
 # Example: `freeze(net, ["0."])` freezes `'0.weight'` and `'0.bias'` but not
 # `'2.0.weight'`.
@@ -383,6 +404,13 @@ assert sorted(freeze(_net, ["2"])) == ["2.0.bias", "2.0.weight", "2.1.bias", "2.
     "A prefix need not end at a dot: '2' matches every name starting with '2'."
 assert [id(p) for p in _net.parameters()] == _ids and all(isinstance(p, nn.Parameter) for p in _net.parameters()), \
     "Freezing should change the flag on the existing parameters, not replace them."
+_net = _make_net()
+freeze(_net, ["0."])
+freeze(_net, ["2.1."])  # a second call: what the first froze stays frozen
+_frozen = [n for n, p in _net.named_parameters() if not p.requires_grad]
+assert _frozen == ["0.weight", "0.bias", "2.1.weight", "2.1.bias"], \
+    f"After freeze(net, ['0.']) and then freeze(net, ['2.1.']) the frozen parameters are {_frozen}: a parameter " \
+    "that matches no prefix should stay as it is (frozen earlier means still frozen), not be set trainable again."
 ### END HIDDEN TESTS
 
 # %% [markdown]
