@@ -144,6 +144,8 @@ def exact_int(value: object, what: str) -> int:
     if type(value) is tuple and len(value) == 3 and value[0] == "tensor" and type(value[2]) is int:
         return value[2]
     if type(value) is not int:
+        if type(value) is tuple and len(value) == 3 and value[0] == "tensor":  # the transport form of a tensor
+            raise Rejected(f"{what} should be an integer, but it is a {value[1]} tensor holding {value[2]!r}")
         name = value[1] if type(value) is tuple and len(value) == 2 and value[0] == "object" else type(value).__name__
         raise Rejected(f"{what} should be an integer, but it is a {name}")
     return value
