@@ -13,10 +13,7 @@ from .cluster import ClusterUnusable, parse_resources
 from .feedback import NoGrades, generate
 from .lms import main as lms_main
 from .report import report as make_report
-
-# nbgrader's own per-cell limit, for a course whose config leaves Execute.timeout unset.
-DEFAULT_TIMEOUT = 30
-
+from .settings import BadSetting, course_cell_timeout
 
 ROOT_HELP = "the course folder, with its own nbgrader_config.py (default: the current folder)"
 
@@ -81,7 +78,10 @@ def _grade_parser(sub) -> None:
         "notebook on a worker started with `--resources GPU=1`, one per GPU",
     )
     grade.add_argument(
-        "--timeout", type=int, default=None, help="seconds one cell may run (default: the course's Execute.timeout)"
+        "--timeout",
+        type=int,
+        default=None,
+        help="seconds one cell may run, 0 for no limit but the notebook's (default: the course's Execute.timeout)",
     )
     grade.add_argument("--notebook-timeout", type=int, default=600, help="seconds a whole notebook may run")
     grade.add_argument("--memory", type=int, default=2048, help="memory limit per process, MiB")
@@ -192,8 +192,13 @@ def _grade(args) -> int:
             print(f"error: {error}", file=sys.stderr)
             return 2
     config = course.load_config(args.root)
-    # An unset traitlets key reads as a LazyConfigValue: use nbgrader's own default then.
-    timeout = args.timeout or int(config.Execute["timeout"] if "timeout" in config.Execute else DEFAULT_TIMEOUT)
+    # --timeout, else the course's limit as nbgrader reads it; 0, a negative value or a course's
+    # None: no limit per cell (the notebook's limit, --notebook-timeout, still stops it).
+    try:
+        timeout = course_cell_timeout(config) if args.timeout is None else (args.timeout if args.timeout > 0 else None)
+    except BadSetting as error:
+        print(f"error: {error}; nothing was graded", file=sys.stderr)
+        return 2
     options = grade.Options(
         args.assignment,
         args.submissions,
@@ -277,6 +282,8 @@ def _export(args) -> int:
         print(f"partial: {problem}", file=sys.stderr)
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     print(f"{len(result.rows) - 2} students in {out} (Canvas: Grades -> Import)")
     return 0
 

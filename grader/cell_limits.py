@@ -29,9 +29,10 @@ from .cell_notes import CellNotes
 
 def cell_limit(timeout, remaining, timed_out: bool, limit_after_timeout) -> int:
     """Whole seconds a cell may run (1 at least, rounded up): the cell limit `timeout` (where
-    there is none, the `remaining` seconds of the notebook's), at most `limit_after_timeout`
-    once a cell `timed_out`, and never past the notebook's limit."""
-    limit = timeout or remaining
+    there is none, the `remaining` seconds of the notebook's; None, 0 or a negative value is
+    none, as nbclient reads them), at most `limit_after_timeout` once a cell `timed_out`, and
+    never past the notebook's limit."""
+    limit = timeout if timeout is not None and timeout > 0 else remaining
     if timed_out and limit_after_timeout:
         limit = min(limit, limit_after_timeout)
     return max(1, int(min(limit, remaining) + 0.999))
@@ -81,7 +82,7 @@ class CellLimits(CellNotes):
         self._timed_out = set()
 
     def _cell_timeout(self, cell) -> int:
-        remaining = self._deadline - time.monotonic() if self._deadline else self.timeout
+        remaining = self._deadline - time.monotonic() if self._deadline else self.notebook_timeout
         return cell_limit(self.timeout, remaining, bool(self._timed_out), self.limit_after_timeout)
 
     def output(self, outs, msg, display_id, cell_index):

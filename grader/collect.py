@@ -26,6 +26,7 @@ class Submission:
     grader_id: str = ""  # the id used in nbgrader's folders and gradebook
     source: Path | None = None  # the notebook that is graded (the first one found, for several)
     sources: dict[str, Path] = field(default_factory=dict)  # released notebook name -> the file graded as it
+    folder: Path | None = None  # the hand-in's folder beside the notebook (its other files); None for a lone file
     notebook: nbformat.NotebookNode | None = None
     problem: str | None = None  # why there is nothing to grade (status "invalid")
     notes: list[str] = field(default_factory=list)
@@ -98,16 +99,28 @@ def _several(submission: Submission, files: list[Path], notebooks: list[str], di
         submission.notes.append(f"ignored {', '.join(others)} (not a notebook of the assignment)")
 
 
+def _beside(source: Path | None, own: Path | None) -> Path | None:
+    """The folder whose other files are handed in with `source`: the notebook's own folder, when it
+    lies inside the student's folder `own` (a lone `<student>.ipynb` has none)."""
+    if source is None or own is None:
+        return None
+    folder = source.parent
+    return folder if folder == own or own in folder.parents else None
+
+
 def collect(directory: Path, assignment: str, notebooks: list[str] | None = None) -> list[Submission]:
     """Every student's entry; `notebooks`: the released notebooks' names (default: one, named
     after the assignment)."""
     notebooks = list(notebooks or [assignment])
     entries: dict[str, list[Path]] = {}
+    folders: dict[str, Path] = {}  # a student's own folder (never the submissions folder itself)
     for entry in sorted(Path(directory).iterdir()):
         if entry.name.startswith(".") or entry.name.startswith("~"):
             continue
         student = entry.name if entry.is_dir() else entry.stem
         entries.setdefault(student, []).extend(_candidates(entry) or [entry])
+        if entry.is_dir() and not entry.is_symlink():
+            folders[student] = entry
     taken: set[str] = set()
     submissions = []
     for student, paths in sorted(entries.items()):
@@ -119,6 +132,7 @@ def collect(directory: Path, assignment: str, notebooks: list[str] | None = None
             continue
         if len(notebooks) > 1:
             _several(submission, files, notebooks, Path(directory))
+            submission.folder = _beside(submission.source, folders.get(student))
             submissions.append(submission)
             continue
         readable = []
@@ -132,6 +146,7 @@ def collect(directory: Path, assignment: str, notebooks: list[str] | None = None
         )
         path, nb, problem, notes = readable[0]
         submission.source, submission.notebook, submission.problem = path, nb, problem
+        submission.folder = _beside(path, folders.get(student))
         submission.sources = {notebooks[0]: path}
         submission.notes += notes
         if len(files) > 1:

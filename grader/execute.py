@@ -95,6 +95,7 @@ class GuardedExecute(KernelDeaths, CellLimits, KernelStart, StrayProcesses, Cell
         self._start_clock()
         try:
             nb, resources = self._run_kernels(nb, resources, km)
+            self._keep_written()
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         self._save_notes(nb)

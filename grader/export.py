@@ -16,8 +16,8 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearOutput, ClearSolutions, ComputeChecksums, LockCells
 from nbgrader.utils import is_grade, is_solution
 
-from . import course
-from .grade import Row
+from . import canvas, course
+from .grade import Row, item_keys
 
 COLUMNS = ["student_id", "score", "max_score", "status", "detail", "flags", "needs_manual", "grader_id"]
 
@@ -164,25 +164,37 @@ def current_release(config, gradebook, assignment: str) -> dict[str, dict[str, C
     return release
 
 
+def release_keys(release: dict[str, dict[str, Cell]]) -> dict[tuple[str, str], str]:
+    """(notebook, cell) -> its key as the CSV's columns name it (grade.item_keys)."""
+    pairs = [(notebook, name, 0.0) for notebook, cells in release.items() for name in cells]
+    return {(notebook, name): key for (notebook, name, _), key in zip(pairs, item_keys(pairs), strict=True)}
+
+
 def _release_change(config, assignment: str, student: str, release: dict[str, dict[str, Cell]]) -> str | None:
     """How the release differs from the one `student`'s submission was autograded against (the cells'
     points and checksums nbgrader wrote into the autograded notebook), or None where it does not."""
     coursedir = CourseDirectory(config=config)
     folder = Path(coursedir.format_path(coursedir.autograded_directory, student, assignment))
+    submitted = Path(coursedir.format_path(coursedir.submitted_directory, student, assignment))
+    keys = release_keys(release)
     changes = []
     for notebook, now in release.items():
         path = folder / f"{notebook}.ipynb"
+        if not path.exists() and folder.is_dir() and not (submitted / f"{notebook}.ipynb").exists():
+            continue  # a notebook missing from the hand-in: nbgrader scored it 0, against no release
         if not path.exists():
             return f"{MISSING} ({path}) to tell what it was graded against"
         then = _cells(nbformat.read(path, as_version=4))
-        for cell in sorted(set(now) | set(then)):
-            if cell not in then:
+        for name in sorted(set(now) | set(then)):
+            cell = keys.get((notebook, name), name)
+            now_cell, then_cell = now.get(name), then.get(name)
+            if then_cell is None:
                 changes.append(f"{cell} added")
-            elif cell not in now:
+            elif now_cell is None:
                 changes.append(f"{cell} removed")
-            elif now[cell].points != then[cell].points:
-                changes.append(f"{cell} worth {now[cell].points:g} points now, {then[cell].points:g} when graded")
-            elif now[cell].checksum != then[cell].checksum:
+            elif now_cell.points != then_cell.points:
+                changes.append(f"{cell} worth {now_cell.points:g} points now, {then_cell.points:g} when graded")
+            elif now_cell.checksum != then_cell.checksum:
                 changes.append(f"{cell} changed")
     return "; ".join(changes) or None
 
@@ -201,8 +213,10 @@ def assignment_column(config, gradebook, assignment: str, header: str) -> tuple[
     """The column of one assignment and what keeps it from being complete (written answers without a
     grade, submissions graded against another release): each problem names student and cell."""
     release = current_release(config, gradebook, assignment)
-    cells = {name: cell for notebook in release.values() for name, cell in notebook.items()}
+    # By notebook and cell: two notebooks of an assignment may share a cell's name.
+    cells = {(nb, name): cell for nb, notebook in release.items() for name, cell in notebook.items()}
     written_points = sum(c.points for c in cells.values() if c.written)
+    keys = release_keys(release)
     ungraded, stale, scores = [], {}, {}
     for submission in gradebook.find_assignment(assignment).submissions:
         student = submission.student.id
@@ -212,10 +226,15 @@ def assignment_column(config, gradebook, assignment: str, header: str) -> tuple[
         for notebook in submission.notebooks:
             for grade in notebook.grades:
                 if grade.auto_score is None and grade.manual_score is None:
-                    kind = "written answer" if cells.get(grade.name, NO_CELL).written else "graded cell"
-                    ungraded.append(f"{assignment}: {student}: {kind} '{grade.name}' has no grade")
+                    kind = (
+                        "written answer" if cells.get((notebook.name, grade.name), NO_CELL).written else "graded cell"
+                    )
+                    where = keys.get((notebook.name, grade.name), grade.name)
+                    ungraded.append(f"{assignment}: {student}: {kind} '{where}' has no grade")
         # Full column: every point; without a grade for some written answer, the autograded ones only.
-        scores[student] = [(grade.name, float(grade.score)) for nb in submission.notebooks for grade in nb.grades]
+        scores[student] = [
+            ((nb.name, grade.name), float(grade.score)) for nb in submission.notebooks for grade in nb.grades
+        ]
     include_written = not ungraded
     column = Column(
         assignment,
@@ -270,6 +289,7 @@ class CanvasExport:
     rows: list[list[str]]
     notes: list[str]  # what a partial export means, and columns Canvas would not match
     partial: list[str]  # the problems an --allow-partial export went past
+    warnings: list[str] = field(default_factory=list)  # Points Possible unlike Canvas's (canvas.py)
 
 
 def canvas_export(
@@ -357,6 +377,8 @@ def write_canvas_csv(
     result = canvas_export(
         config, db_url or course.db_url(config), assignments, read_roster(roster_path), columns, allow_partial
     )
+    if roster_path is not None:
+        result.warnings += canvas.points_differences(result.rows, canvas.points_possible(roster_path))
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as handle:
         csv.writer(handle).writerows(result.rows)

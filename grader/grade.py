@@ -15,13 +15,16 @@ test cells) and its scoring. Around it, this module
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import logging
+import os
 import re
 import shutil
 import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,7 +142,8 @@ def traceback_cause(result: dict, cause: str) -> str:
 
 def graded_metadata(config, assignment: str, grader_id: str) -> dict | None:
     """The reasons the engine recorded (pipeline.py) in the autograded notebooks, or None if there
-    is none; its "errors" entry maps each test cell that raised to its error in one short line.
+    is none; its "errors" entry maps each test cell that raised, as (notebook, grade id), to its
+    error in one short line.
     For an assignment of several notebooks, each reason names its notebook."""
     coursedir = CourseDirectory(config=config)
     folder = Path(coursedir.format_path(coursedir.autograded_directory, grader_id, assignment))
@@ -155,7 +159,7 @@ def graded_metadata(config, assignment: str, grader_id: str) -> dict | None:
             merged["invalid"] = meta["invalid"]
         merged["problems"] += [where + p for p in meta.get("problems", [])]
         merged["flags"] += [where + f for f in meta.get("flags", [])]
-        merged["errors"].update(cell_errors(nb))
+        merged["errors"].update(((path.stem, name), error) for name, error in cell_errors(nb).items())
     return merged
 
 
@@ -200,10 +204,27 @@ def prepare(options: Options, submissions: list[collect.Submission], config=None
         target.mkdir(parents=True, exist_ok=True)
         for name, source in (submission.sources or {options.assignment: submission.source}).items():
             shutil.copyfile(source, target / f"{name}.ipynb")
-            # What the released notebook reads beside it (nbgrader's docs: an image, a data file).
-            for extra in source.parent.iterdir() if len(submission.sources) > 1 else ():
-                if extra.is_file() and extra.suffix != ".ipynb" and not (target / extra.name).exists():
-                    shutil.copyfile(extra, target / extra.name)
+        if submission.folder is not None:
+            copy_handed_in(submission.folder, target, api.coursedir.ignore)
+
+
+def copy_handed_in(folder: Path, target: Path, ignore: list[str]) -> None:
+    """The other files of a hand-in (a data file, a helper module, in sub-folders too) into its
+    submitted/ folder, as nbgrader's collect leaves them there: every file but notebooks and what
+    the course's `CourseDirectory.ignore` names; never a link (it could lead out of the hand-in)."""
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = [d for d in dirnames if not _ignored(d, ignore) and not os.path.islink(os.path.join(dirpath, d))]
+        for name in filenames:
+            source = Path(dirpath) / name
+            if _ignored(name, ignore) or name.endswith(".ipynb") or not source.is_file() or source.is_symlink():
+                continue
+            destination = target / source.relative_to(folder)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, destination)
+
+
+def _ignored(name: str, patterns: list[str]) -> bool:
+    return any(fnmatch.fnmatch(name, pattern) for pattern in patterns)
 
 
 def _progress(done: int, total: int, started: float) -> None:
@@ -273,11 +294,6 @@ def run(options: Options) -> list[Row]:
     return rows(options, submissions, outcome, config)
 
 
-def autograded_tests(assignment) -> list[tuple[str, float]]:
-    """(grade id, points) of each autograded test cell of a gradebook assignment."""
-    return [(name, points) for _, name, points in autograded_cells(assignment)]
-
-
 def autograded_cells(assignment) -> list[tuple[str, str, float]]:
     """(notebook, grade id, points) of each autograded test cell of a gradebook assignment."""
     return [
@@ -288,13 +304,27 @@ def autograded_cells(assignment) -> list[tuple[str, str, float]]:
     ]
 
 
+def item_keys(cells: list[tuple[str, str, float]]) -> list[str]:
+    """The key of each (notebook, grade id, points), in the CSV's columns and everywhere a result is
+    named: the grade id, or `<notebook>:<grade id>` where two notebooks of the assignment share it
+    (nbgrader's grade ids are unique only within a notebook). One notebook: the grade ids as they are."""
+    count = Counter(name for _, name, _ in cells)
+    return [f"{notebook}:{name}" if count[name] > 1 else name for notebook, name, _ in cells]
+
+
+def keyed_cells(assignment) -> list[tuple[str, str, str, float]]:
+    """(key, notebook, grade id, points) of each autograded test cell (item_keys)."""
+    cells = autograded_cells(assignment)
+    return [(key, *cell) for key, cell in zip(item_keys(cells), cells, strict=True)]
+
+
 def rows(options: Options, submissions, outcome, config=None) -> list[Row]:
     config = config if config is not None else course_config(options)
     result = []
     with Gradebook(course.db_url(config)) as gradebook:
         assignment = gradebook.find_assignment(options.assignment)
-        cells = autograded_cells(assignment)
-        tests = [(name, points) for _, name, points in cells]
+        cells = keyed_cells(assignment)
+        tests = [(key, points) for key, _, _, points in cells]
         max_auto = sum(points for _, points in tests)
         for submission in submissions:
             row = Row(submission.student, max_score=max_auto, grader_id=submission.grader_id)
@@ -320,16 +350,16 @@ def rows(options: Options, submissions, outcome, config=None) -> list[Row]:
                     row.status, row.score = NOT_GRADED, None
                     details.insert(0, message if not ok else "nbgrader kept no grades for it")
                 else:
-                    for notebook, name, _ in cells:
+                    for key, notebook, name, _ in cells:
                         grade = gradebook.find_grade(name, notebook, options.assignment, submission.grader_id)
-                        row.items[name] = grade.score
+                        row.items[key] = grade.score
                     row.score = sum(row.items.values())
                     row.needs_manual = graded.max_written_score
                     errors = (engine or {}).get("errors", {})
                     failed = [
-                        f"{name} ({errors[name]})" if errors.get(name) else name
-                        for name, points in tests
-                        if row.items[name] < points
+                        f"{key} ({errors[notebook, name]})" if errors.get((notebook, name)) else key
+                        for key, notebook, name, points in cells
+                        if row.items[key] < points
                     ]
                     if failed:
                         details.append("failed: " + ", ".join(failed))

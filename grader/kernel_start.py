@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import sys
 import tempfile
 
@@ -60,6 +61,62 @@ def start_failure(kernel_name: str, sandboxed: bool, reason: str) -> tuple[str, 
     return f"kernel did not start ({reason.splitlines()[0] if reason else 'no reason given'})", False
 
 
+# What the notebook writes is kept up to this much in all (a file alone is held by the sandbox's
+# file-size limit); names of the grader's own or of the kernel's home (HOME is the scratch
+# folder: .ipython, .cache, the runner's files) start with a dot and are never kept.
+KEEP_WRITTEN_BYTES = 100 * 1024 * 1024
+
+
+def _files(folder: str):
+    """(relative path, lstat) of each regular file under `folder`, no link followed nor notebook."""
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
+        for name in filenames:
+            full = os.path.join(dirpath, name)
+            info = os.lstat(full)
+            if stat.S_ISREG(info.st_mode) and not name.endswith(".ipynb"):
+                yield os.path.relpath(full, folder), info
+
+
+def copy_files(source: str, scratch: str) -> dict[str, tuple[int, int]]:
+    """Every file under `source` but its notebooks into `scratch`; what was copied, by its size
+    and time there."""
+    copied = {}
+    for relative, _ in _files(source):
+        target = os.path.join(scratch, relative)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copy(os.path.join(source, relative), target)
+        info = os.stat(target)
+        copied[relative] = (info.st_size, info.st_mtime_ns)
+    return copied
+
+
+def keep_written(scratch: str, folder: str, copied: dict[str, tuple[int, int]]) -> list[str]:
+    """The files the notebook wrote or changed in `scratch` (not those copied in as they were),
+    copied into `folder`; never a link, a notebook, a dot-name or past KEEP_WRITTEN_BYTES."""
+    kept, total = [], 0
+    for relative, info in sorted(_files(scratch)):
+        parts = relative.split(os.sep)
+        if any(p.startswith(".") or p == "__pycache__" for p in parts) or copied.get(relative) == (
+            info.st_size,
+            info.st_mtime_ns,
+        ):
+            continue
+        total += info.st_size
+        if total > KEEP_WRITTEN_BYTES:
+            break
+        target = os.path.join(folder, relative)
+        try:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            fd = os.open(os.path.join(scratch, relative), os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as handle, open(target, "wb") as out:
+                shutil.copyfileobj(handle, out)
+        except OSError:
+            continue  # a folder where a file was, say: nothing nbgrader would have either
+        kept.append(relative)
+    return kept
+
+
 class KernelStart(CellNotes):
     """The kernel, its sandbox and scratch folder, its start-up lines, and failed starts (see the module doc)."""
 
@@ -86,6 +143,8 @@ class KernelStart(CellNotes):
     ).tag(config=True)
 
     _scratch = ""
+    _graded_in = ""  # the folder nbgrader runs the notebook in (autograded/<student>/<assignment>)
+    _copied_in: dict[str, tuple[int, int]] = {}
     _runner: trusted.RunnerChannel | None = None
 
     # A graded kernel has nothing to save on the way out: killing it at once saves
@@ -119,16 +178,15 @@ class KernelStart(CellNotes):
         raise GraderFailure("refusing to run student code without a sandbox: " + sandbox_tool.TRUSTED_HINT)
 
     def _open_scratch(self, resources, use_sandbox: bool) -> tuple[str, dict]:
-        """A private scratch folder with the assignment's other files (not its notebooks), where
-        the kernels of this notebook run; the resources that point nbclient there."""
+        """A private scratch folder with the assignment's other files (not its notebooks), in its
+        sub-folders too, where the kernels of this notebook run: nbgrader runs a notebook in its
+        autograded/ folder, which holds the student's files and the course's over them. The
+        resources point nbclient there; `keep_written` brings what the notebook wrote back."""
         path = (resources or {}).get("metadata", {}).get("path") or os.getcwd()
         scratch = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
-        for name in os.listdir(path):
-            source = os.path.join(path, name)
-            if os.path.isfile(source) and not name.endswith(".ipynb"):
-                shutil.copy(source, scratch)
+        self._copied_in = copy_files(path, scratch)
         os.chmod(scratch, 0o700)
-        self._scratch, self._runner = scratch, None
+        self._scratch, self._runner, self._graded_in = scratch, None, path
         # nbgrader's Execute.__init__ always passes AsyncKernelManager as an
         # argument (so a trait default would never apply): set ours here.
         self.kernel_manager_class = SandboxedKernelManager
@@ -137,6 +195,12 @@ class KernelStart(CellNotes):
         resources = dict(resources or {})
         resources["metadata"] = dict(resources.get("metadata", {}), path=scratch)
         return scratch, resources
+
+    def _keep_written(self) -> None:
+        """What the notebook wrote in its working folder, into the folder it was graded in
+        (autograded/), as nbgrader keeps it there."""
+        if self._scratch and self._graded_in:
+            keep_written(self._scratch, self._graded_in, self._copied_in)
 
     # The kernel's client comes with the runner's channel (trusted.py, test_path.py).
     async def async_start_new_kernel_client(self):

@@ -8,7 +8,7 @@ from pathlib import Path
 from nbgrader.api import Gradebook
 
 from . import course
-from .grade import Options, autograded_tests, course_config, graded_metadata
+from .grade import Options, course_config, graded_metadata, keyed_cells
 
 
 def collect_scores(assignment: str, db_url: str | None = None, root: Path | None = None):
@@ -16,16 +16,17 @@ def collect_scores(assignment: str, db_url: str | None = None, root: Path | None
     config = course_config(Options(assignment, Path("."), db_url=db_url, root=root))
     with Gradebook(course.db_url(config)) as gradebook:
         found = gradebook.find_assignment(assignment)
-        items = autograded_tests(found)
-        scores, passed, flagged = [], {name: 0 for name, _ in items}, {}
+        cells = keyed_cells(found)  # the CSV's keys: <notebook>:<cell> where notebooks share a name
+        items = [(key, points) for key, _, _, points in cells]
+        scores, passed, flagged = [], {key: 0 for key, _ in items}, {}
         for submission in found.submissions:
             scores.append(submission.code_score)
             flags = (graded_metadata(config, assignment, submission.student_id) or {}).get("flags", [])
             if flags:
                 flagged[submission.student_id] = flags
-            for name, points in items:
-                grade = gradebook.find_grade(name, assignment, assignment, submission.student_id)
-                passed[name] += grade.score >= points
+            for key, notebook, name, points in cells:
+                grade = gradebook.find_grade(name, notebook, assignment, submission.student_id)
+                passed[key] += grade.score >= points
         return scores, items, passed, found.max_code_score, flagged
 
 

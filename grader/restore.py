@@ -44,9 +44,14 @@ def restore(
     nb = copy.deepcopy(submitted)
     nb.cells = out
     nb.nbformat, nb.nbformat_minor = released.nbformat, released.nbformat_minor
-    if submitted.metadata.get("kernelspec", {}).get("name") != released.metadata["kernelspec"]["name"]:
-        notes.append(f"kernel changed to {submitted.metadata.get('kernelspec', {}).get('name')!r}, set back to python3")
-    nb.metadata["kernelspec"] = copy.deepcopy(released.metadata["kernelspec"])
+    # A release without a kernelspec (nbgrader's own empty notebook) keeps the student's, as
+    # nbgrader's OverwriteKernelspec does; the grader's kernel runs it either way.
+    kernelspec = released.metadata.get("kernelspec")
+    if kernelspec:
+        if submitted.metadata.get("kernelspec", {}).get("name") != kernelspec.get("name"):
+            name = submitted.metadata.get("kernelspec", {}).get("name")
+            notes.append(f"kernel changed to {name!r}, set back to {kernelspec.get('name')}")
+        nb.metadata["kernelspec"] = copy.deepcopy(kernelspec)
     for cell in nb.cells:
         cell.pop("id", None)
     _fresh_ids(nb)

@@ -211,6 +211,12 @@ class SandboxedKernelManager(AsyncKernelManager):
             # becoming the sandbox user: they must be traversable (not listable).
             for path in (self._sockets, self.connection_file, scratch):
                 os.chown(path, uid, uid)
+            # The assignment's files copied in (kernel_start.py) are the kernel's to change, as
+            # in nbgrader's working folder; the grader's own (.grader-*) stay root's.
+            for dirpath, dirnames, filenames in os.walk(scratch):
+                for name in dirnames + filenames:
+                    if not name.startswith(".grader"):
+                        os.lchown(os.path.join(dirpath, name), uid, uid)
             os.chmod(self._sockets, 0o711)
             os.chmod(scratch, 0o711)
         self.sandbox_spec = build(

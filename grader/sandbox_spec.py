@@ -40,7 +40,18 @@ DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")  # bwrap's --de
 # (everything else, tokens and database passwords included, stays out).
 # CUDA_VISIBLE_DEVICES: a GPU worker's kernel sees exactly the GPUs given to its worker.
 # OMP_NUM_THREADS: the instructor's choice of CPU threads per kernel (KERNEL_THREADS if unset).
-PASSED_THROUGH = ("PATH", "LANG", "LANGUAGE", "TZ", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS")
+# NBGRADER_EXECUTION ("autograde" while nbgrader autogrades, "validate" while it validates) and
+# NBGRADER_VALIDATING: what nbgrader itself sets for the kernels it runs, which a notebook may ask.
+PASSED_THROUGH = (
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "CUDA_VISIBLE_DEVICES",
+    "OMP_NUM_THREADS",
+    "NBGRADER_EXECUTION",
+    "NBGRADER_VALIDATING",
+)
 # torch runs a CPU thread per core in every process unless told otherwise, but the grader runs
 # submissions side by side (--jobs, Dask workers), one per core, and a lesson's tensors are small:
 # extra threads would only compete for the same cores (OpenMP threads spin while they wait).

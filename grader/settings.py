@@ -10,6 +10,9 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from nbgrader.preprocessors import Execute
+from traitlets import TraitError
+
 from . import course
 from .not_graded import FAILURE_MARK, FAILURES
 
@@ -19,7 +22,7 @@ class Options:
     assignment: str
     submissions: Path
     jobs: int = os.cpu_count() or 1
-    cell_timeout: int = 60
+    cell_timeout: int | None = 60  # None: no limit per cell (the notebook's limit still applies)
     notebook_timeout: int = 600
     sandbox: bool = True
     memory_mb: int = 2048
@@ -41,6 +44,21 @@ def course_config(options: Options):
     if options.db_url:
         config.CourseDirectory.db_url = options.db_url
     return config
+
+
+class BadSetting(ValueError):
+    """A course setting nbgrader itself would refuse: named before anything is graded."""
+
+
+def course_cell_timeout(config) -> int | None:
+    """The course's limit per cell as nbgrader's Execute reads its config (`Execute.timeout`, or
+    `ExecutePreprocessor.timeout` it inherits; nbgrader's own 30 s where neither is set). None: no
+    limit, as nbclient reads None, 0 and a negative value. BadSetting names a value nbgrader refuses."""
+    try:
+        timeout = Execute(config=config).timeout
+    except TraitError as error:
+        raise BadSetting(f"the course's Execute.timeout: {error}") from None
+    return timeout if timeout is not None and timeout > 0 else None
 
 
 def configure_execution(config, options: Options, uid: int) -> None:

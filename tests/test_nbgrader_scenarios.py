@@ -1,0 +1,304 @@
+"""nbgrader's own autograde scenarios as the yardstick: each course below is built from the test
+files the installed nbgrader ships (`nbgrader/tests/apps/files/`, read where the package has them;
+nothing is copied into this repository), set up as nbgrader's `test_nbgrader_autograde.py` sets it
+up, and graded twice: by plain `nbgrader autograde` (the course's config knows nothing of the
+grader) and by `python -m grader grade ps1 --root COURSE`. The grader must give every notebook the
+same score and leave the same files in `autograded/`; where it differs on purpose (a cheat flagged)
+the test names it.
+
+Three courses cover, between them: submitted-unchanged / -changed and both cheat attempts under a
+config with `c.Execute.timeout = None` (test_showtraceback_exploit), the files a student hands in
+beside the notebook with `exclude_overwriting`, in a sub-folder too (test_grade_overwrite_files*),
+a notebook that reads its own data.txt (open_relative_file), a file the notebook writes
+(test_side_effects), NBGRADER_EXECUTION (test_grade_with_validating_envvar), a notebook left out
+of a two-notebook assignment whose cells share their names (test_grade_missing_notebook), and an
+empty release notebook without a kernelspec (test_missing_files).
+"""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import grader_cases
+import nbformat
+import nbgrader
+import pytest
+from nbgrader.api import Gradebook
+from nbgrader_docs_course import MINIMAL_CONFIG
+from traitlets.config import Config
+
+from grader import collect, grade, kernel_start, restore, sandbox_spec, settings
+from grader.__main__ import main
+from grader.cell_limits import cell_limit
+
+FILES = Path(nbgrader.__file__).parent / "tests" / "apps" / "files"
+A = "ps1"
+EMPTY = None  # a notebook as nbgrader's tests' _empty_notebook writes it: no cells, no kernelspec
+
+
+def _notebook(target: Path, name: str | None) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if name is EMPTY:
+        nbformat.write(nbformat.v4.new_notebook(), target)
+    else:
+        shutil.copyfile(FILES / name, target)
+
+
+def _files(target: Path, files: dict[str, str]) -> None:
+    for relative, text in files.items():
+        (target / relative).parent.mkdir(parents=True, exist_ok=True)
+        (target / relative).write_text(text, encoding="utf-8")
+
+
+def build(tmp_path: Path, config: str, source: dict, source_files: dict, hand_ins: dict) -> tuple[Path, Path, Path]:
+    """A course (source/ps1 of `source` notebooks and `source_files`), copied for plain nbgrader with
+    the hand-ins in submitted/<student>/ps1/, and the same hand-ins as a downloads folder for the
+    grader. `hand_ins`: student -> {file name: nbgrader test file, EMPTY, or text for other files}."""
+    ours = tmp_path / "course"
+    (ours / "source" / A).mkdir(parents=True)
+    (ours / "nbgrader_config.py").write_text(MINIMAL_CONFIG + config, encoding="utf-8")
+    for notebook, name in source.items():
+        _notebook(ours / "source" / A / f"{notebook}.ipynb", name)
+    _files(ours / "source" / A, source_files)
+    plain = tmp_path / "plain"
+    shutil.copytree(ours, plain)
+    downloads = tmp_path / "downloads"
+    for student, files in hand_ins.items():
+        for folder in (plain / "submitted" / student / A, downloads / student / A):
+            folder.mkdir(parents=True)
+            for name, what in files.items():
+                if name.endswith(".ipynb"):
+                    _notebook(folder / name, what)
+                else:
+                    _files(folder, {name: what})
+    return ours, plain, downloads
+
+
+def run_plain(plain: Path) -> None:
+    grader_cases.nbgrader(plain, "generate_assignment", A, "--force")
+    grader_cases.nbgrader(plain, "autograde", A)
+
+
+def run_grader(ours: Path, downloads: Path, tmp_path: Path) -> dict[str, dict]:
+    out = tmp_path / "grades.csv"
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", "grade", A, "--submissions", str(downloads), "--root", str(ours),
+         "--jobs", "2", "--out", str(out)],
+        cwd=tmp_path, env=grader_cases.cli_env(), capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    with open(out, newline="", encoding="utf-8") as handle:
+        return {row["student_id"]: row for row in csv.DictReader(handle)}
+
+
+def grade_both(ours: Path, plain: Path, downloads: Path, tmp_path: Path) -> dict[str, dict]:
+    """Plain nbgrader and the grader, side by side (each mostly waits on its kernels)."""
+    with ThreadPoolExecutor(2) as pool:
+        done = pool.submit(run_plain, plain)
+        rows = run_grader(ours, downloads, tmp_path)
+        done.result()
+    return rows
+
+
+def cell_scores(course: Path) -> dict[str, dict[tuple[str, str], float | None]]:
+    """student -> (notebook, cell) -> the auto score the gradebook holds."""
+    scores: dict[str, dict[tuple[str, str], float | None]] = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for submission in gradebook.find_assignment(A).submissions:
+            cells = scores.setdefault(submission.student.id, {})
+            for notebook in submission.notebooks:
+                for grade in notebook.grades:
+                    cells[notebook.name, grade.name] = grade.auto_score
+    return scores
+
+
+def autograded_files(course: Path, student: str) -> dict[str, str | None]:
+    """Each file nbgrader left in autograded/<student>/ps1: its text (None for a notebook)."""
+    folder = course / "autograded" / student / A
+    return {
+        str(p.relative_to(folder)): None if p.suffix == ".ipynb" else p.read_text(encoding="utf-8")
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def check_same(ours: Path, plain: Path, rows: dict[str, dict], flagged: set[str] = frozenset()) -> None:
+    """Every notebook's every cell scored as plain nbgrader scored it, in the gradebook and in the CSV
+    (whose columns are the cells' keys), and the same files in autograded/."""
+    expected, got = cell_scores(plain), cell_scores(ours)
+    assert got == expected
+    for student, cells in expected.items():
+        row = rows[student]
+        assert row["status"] == ("flagged" if student in flagged else "graded"), row
+        assert autograded_files(ours, student) == autograded_files(plain, student), student
+        names = [name for _, name in cells]
+        for (notebook, name), score in cells.items():
+            key = f"{notebook}:{name}" if names.count(name) > 1 else name
+            if key in row:  # an autograded test's column (written answers are not columns)
+                assert float(row[key]) == (score or 0), (student, key, row)
+        tests = sum(float(row[k]) for k in row if k in {n if names.count(n) == 1 else f"{nb}:{n}" for nb, n in cells})
+        assert float(row["score"]) == tests, row
+
+
+@pytest.mark.integration
+@pytest.mark.sandbox
+def test_cheat_attempts_under_no_time_limit_and_files_handed_in_with_exclude_overwriting(tmp_path):
+    """test_showtraceback_exploit (c.Execute.timeout = None) and test_grade_overwrite_files(_subdirs)."""
+    helpers = {"helper.py": "print('hello!')\n", "subdir/helper.py": "print('hello!')\n"}
+    given = {"data.csv": "some,other,data\n", "subdir/data.csv": "some,other,data\n"}
+    mine = {"helper.py": "print('this is different!')\n", "subdir/helper.py": "print('this is different!')\n"}
+    ours, plain, downloads = build(
+        tmp_path,
+        'c.Execute.timeout = None\nc.Autograde.exclude_overwriting = {"ps1": ["helper.py", "subdir/helper.py"]}\n',
+        {"p1": "submitted-unchanged.ipynb"},
+        {"data.csv": "some,data\n", "subdir/data.csv": "some,data\n", **helpers},
+        {
+            "foo": {"p1.ipynb": "submitted-unchanged.ipynb", "timestamp.txt": "2015-02-02 15:58:23.948203 UTC",
+                    **given, **mine},
+            "bar": {"p1.ipynb": "submitted-changed.ipynb"},
+            "spam": {"p1.ipynb": "submitted-cheat-attempt.ipynb"},
+            "eggs": {"p1.ipynb": "submitted-cheat-attempt-alternative.ipynb"},
+        },
+    )  # fmt: skip
+    rows = grade_both(ours, plain, downloads, tmp_path)
+    assert {s: float(r["score"]) for s, r in rows.items()} == {"foo": 1, "bar": 2, "spam": 1, "eggs": 1}
+    check_same(ours, plain, rows, flagged={s for s, r in rows.items() if r["status"] == "flagged"})
+    files = autograded_files(ours, "foo")
+    # The course's files over the student's, but the student's helper.py, as nbgrader's test asserts.
+    assert files["data.csv"] == files["subdir/data.csv"] == "some,data\n"
+    assert files["helper.py"] == files["subdir/helper.py"] == "print('this is different!')\n"
+
+
+@pytest.mark.integration
+@pytest.mark.sandbox
+def test_files_read_written_and_nbgrader_execution_in_one_assignment(tmp_path):
+    """open_relative_file + data.txt (10 points), side-effects (side-effect.txt kept in autograded/)
+    and validating-environment-variable (0: NBGRADER_EXECUTION is set while autograding)."""
+    notebooks = {
+        "p1": "open_relative_file.ipynb",
+        "p2": "side-effects.ipynb",
+        "p3": "validating-environment-variable.ipynb",
+    }
+    data = (FILES / "data.txt").read_text(encoding="utf-8")
+    ours, plain, downloads = build(
+        tmp_path,
+        "",
+        notebooks,
+        {},
+        {"foo": {**{f"{n}.ipynb": f for n, f in notebooks.items()}, "data.txt": data}},
+    )
+    rows = grade_both(ours, plain, downloads, tmp_path)
+    assert float(rows["foo"]["score"]) == 10, rows["foo"]
+    assert autograded_files(ours, "foo")["side-effect.txt"] == "a side effect"
+    check_same(ours, plain, rows)
+
+
+@pytest.mark.integration
+@pytest.mark.sandbox
+def test_a_notebook_left_out_and_an_empty_release_without_a_kernelspec(tmp_path):
+    """test_grade_missing_notebook (p1 and p2 share their cells' names: the CSV says p1:foo, p2:foo)
+    and test_missing_files' empty notebook without a kernelspec (0 of 0 points, graded)."""
+    ours, plain, downloads = build(
+        tmp_path,
+        "",
+        {"p1": "submitted-unchanged.ipynb", "p2": "submitted-unchanged.ipynb", "p3": EMPTY},
+        {},
+        {
+            "foo": {"p1.ipynb": "submitted-changed.ipynb"},
+            "bar": {"p1.ipynb": "submitted-unchanged.ipynb", "p2.ipynb": "submitted-changed.ipynb", "p3.ipynb": EMPTY},
+        },
+    )
+    rows = grade_both(ours, plain, downloads, tmp_path)
+    assert {s: float(r["score"]) for s, r in rows.items()} == {"foo": 2, "bar": 3}, rows
+    assert {"p1:foo", "p2:foo", "p1:bar", "p2:bar"} <= set(rows["foo"]), sorted(rows["foo"])
+    assert "p2.ipynb is missing" in rows["foo"]["detail"] and "p3.ipynb is missing" in rows["foo"]["detail"]
+    check_same(ours, plain, rows)
+
+
+# -- the pieces, alone ------------------------------------------------------------------------------
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("setting", "expected"),
+    [({}, 30), ({"Execute": 17}, 17), ({"ExecutePreprocessor": 5}, 5), ({"ExecutePreprocessor": 5, "Execute": 9}, 9),
+     ({"Execute": None}, None), ({"Execute": 0}, None), ({"Execute": -1}, None)],
+)  # fmt: skip
+def test_the_courses_cell_limit_is_read_as_nbgrader_reads_it(setting, expected):
+    config = Config()
+    for section, value in setting.items():
+        config[section].timeout = value
+    assert settings.course_cell_timeout(config) == expected
+    # No limit per cell: the notebook's remaining time is the cell's (never 1 s for a -1).
+    limit = setting.get("Execute")
+    assert cell_limit(limit, 100, False, 10) == (limit if limit and limit > 0 else 100)
+
+
+@pytest.mark.unit
+def test_a_cell_limit_nbgrader_refuses_is_refused_by_name_before_anything_is_graded(tmp_path, capsys):
+    (tmp_path / "nbgrader_config.py").write_text(MINIMAL_CONFIG + 'c.Execute.timeout = "soon"\n', encoding="utf-8")
+    (tmp_path / "downloads").mkdir()
+    argv = ["grade", A, "--submissions", str(tmp_path / "downloads"), "--root", str(tmp_path), "--no-sandbox"]
+    assert main(argv) == 2
+    assert "Execute.timeout" in capsys.readouterr().err
+    assert not (tmp_path / "grades").exists() and not (tmp_path / "gradebook.db").exists()
+
+
+@pytest.mark.unit
+def test_results_are_keyed_by_cell_and_by_notebook_only_where_notebooks_share_a_name():
+    one = [("ps1", "foo", 1.0), ("ps1", "bar", 2.0)]
+    assert grade.item_keys(one) == ["foo", "bar"]
+    two = [("p1", "foo", 1.0), ("p1", "only", 1.0), ("p2", "foo", 1.0)]
+    assert grade.item_keys(two) == ["p1:foo", "only", "p2:foo"]
+
+
+@pytest.mark.unit
+def test_a_release_without_a_kernelspec_keeps_the_submissions_as_nbgrader_does():
+    released = nbformat.v4.new_notebook()
+    submitted = nbformat.v4.new_notebook()
+    submitted.metadata.kernelspec = {"name": "python", "display_name": "Python", "language": "python"}
+    restored, notes = restore.restore(submitted, released)
+    assert restored.metadata.kernelspec.name == "python" and notes == []
+    assert "kernelspec" not in restore.restore(nbformat.v4.new_notebook(), released)[0].metadata
+
+
+@pytest.mark.unit
+def test_the_kernel_sees_nbgraders_execution_variable(monkeypatch):
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    assert sandbox_spec.clean_environment("/tmp/scratch")["NBGRADER_EXECUTION"] == "autograde"
+
+
+@pytest.mark.unit
+def test_what_a_notebook_writes_is_kept_but_never_a_link_a_dot_name_or_an_unchanged_file(tmp_path):
+    graded_in, scratch = tmp_path / "autograded", tmp_path / "scratch"
+    (graded_in / "sub").mkdir(parents=True)
+    scratch.mkdir()
+    (graded_in / "data.txt").write_text("as handed in")
+    (graded_in / "sub" / "helper.py").write_text("x = 1")
+    (graded_in / "p1.ipynb").write_text("{}")
+    copied = kernel_start.copy_files(str(graded_in), str(scratch))
+    assert sorted(copied) == ["data.txt", "sub/helper.py"]  # the notebook is not copied in
+    (scratch / "out.txt").write_text("written")
+    (scratch / "sub" / "helper.py").write_text("x = 2")
+    (scratch / ".ipython").mkdir()
+    (scratch / ".ipython" / "history").write_text("kernel's own")
+    secret = tmp_path / "secret"
+    secret.write_text("instructor's")
+    (scratch / "leak.txt").symlink_to(secret)
+    kept = kernel_start.keep_written(str(scratch), str(graded_in), copied)
+    assert kept == ["out.txt", "sub/helper.py"]
+    assert (graded_in / "out.txt").read_text() == "written" and not (graded_in / "leak.txt").exists()
+
+
+@pytest.mark.unit
+def test_files_beside_a_handed_in_notebook_are_its_own_never_the_submissions_folders(tmp_path):
+    (tmp_path / "ana" / A).mkdir(parents=True)
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "ana" / A / "p1.ipynb")
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "ben.ipynb")
+    (tmp_path / "notes.txt").write_text("the instructor's")
+    found = {s.student: s for s in collect.collect(tmp_path, A, ["p1"])}
+    assert found["ana"].folder == tmp_path / "ana" / A
+    assert found["ben"].folder is None
