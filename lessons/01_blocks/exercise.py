@@ -51,7 +51,9 @@ _ = torch.manual_seed(0)  # the same random examples on every run
 # `.to()` and `print` see them. `net[i]` returns the module at position `i` and
 # `len(net)` counts the positions. As in `nn.Sequential`, a module passed twice
 # (`MySequential(lin, act, lin2, act)`) sits at both positions and is applied
-# both times.
+# both times. Apply each child by calling it, `module(X)`, never
+# `module.forward(X)`: only the call runs the child's hooks and initializes a
+# lazy child such as `nn.LazyLinear` ("Always call the module", in the lecture).
 
 # %% answer grade_id="MySequential"
 class MySequential(nn.Module):
@@ -99,6 +101,12 @@ except RuntimeError as _e:
     _out, _error = None, f" (it raised: {_e})"
 assert _out is not None and torch.equal(_out, _layers[2](_layers[1](_layers[0](_X)))), \
     f"forward should apply the modules one after another, in the order given{_error}."
+_runs = []
+_hooked = nn.Linear(6, 5)
+_hooked.register_forward_hook(lambda module, args, output: _runs.append(module))
+MySequential(_hooked, nn.ReLU())(_X)
+assert len(_runs) == 1, f"A forward hook on a child ran {len(_runs)} times in one forward pass instead of once" + \
+    (": call each module, module(X); module.forward(X) skips its hooks." if not _runs else ".")
 assert "Linear(in_features=6" in repr(_net), "print(net) should show the children: are they registered?"
 _net.to(torch.float64)
 assert _layers[0].weight.dtype == torch.float64, \
@@ -147,6 +155,18 @@ except (RuntimeError, NotImplementedError) as _e:
     _first, _error = None, f" (it raised: {_e})"
 assert _first is _m1 and _m1.weight.device.type == "meta", \
     f"net[0] should return the module itself, left on its device{_error}: is it moved (.cpu()) or copied?"
+# Hooks and lazy modules work only through the call, module(X): a lazy first child, hooks on the others.
+_lazy, _act, _last, _runs = nn.LazyLinear(4), nn.ReLU(), nn.Linear(4, 2), []
+for _m in (_act, _last):
+    _m.register_forward_hook(lambda module, args, output: _runs.append(module))
+try:
+    _got, _error = MySequential(_lazy, _act, _last)(torch.randn(5, 3)), ""
+except (RuntimeError, ValueError) as _e:
+    _got, _error = None, f" (it raised: {str(_e).split('. ')[0]})"
+assert _got is not None and not nn.parameter.is_lazy(_lazy.weight), \
+    f"A lazy child (nn.LazyLinear) was not initialized by the forward pass{_error}: call each module, module(X); module.forward(X) skips the hook that gives it its shape."
+assert len(_runs) == 2 and _runs[0] is _act and _runs[1] is _last, \
+    "The children's forward hooks should each run once per forward pass, in order: call each module, module(X); module.forward(X) skips its hooks."
 ### END HIDDEN TESTS
 
 # %% tests grade_id="test_MySequential_ordereddict" points=1
@@ -206,9 +226,10 @@ assert len(list(_repeated.parameters())) == 2, "A module passed twice still has 
 # ## 2. Two branches side by side
 #
 # Write `ParallelBlock(net1, net2, dim=-1)`. Its `forward(X)` runs both networks
-# on the same input `X` and concatenates their outputs along `dim`. Both
-# networks' parameters belong to the block, and the block leaves them (and the
-# output) on the device they are on.
+# on the same input `X` (calling them, `net1(X)`, not `net1.forward(X)`) and
+# concatenates their outputs along `dim`. The block uses the two networks it is
+# given, not copies: their parameters are the block's parameters, so training
+# the block trains them. It leaves them (and the output) on the device they are on.
 
 # %% answer grade_id="ParallelBlock"
 class ParallelBlock(nn.Module):
@@ -238,6 +259,8 @@ assert torch.equal(_out, torch.cat([_n1(_X), _n2(_X)], dim=-1)), \
     "The output should be net1(X) followed by net2(X), both computed from the same X."
 assert len(list(_block.parameters())) == 4, \
     "The block should own both networks' parameters: keep them as attributes, not in a plain list."
+assert {id(p) for p in _block.parameters()} == {id(p) for p in (*_n1.parameters(), *_n2.parameters())}, \
+    "The block's parameters should be those of the networks it was given: keep net1 and net2 themselves, not copies, so that training the block trains them."
 _rows = ParallelBlock(nn.Linear(4, 3), nn.Linear(4, 3), dim=0)(_X)
 assert _rows.shape == (10, 3), f"With dim=0 the two (5, 3) outputs should be stacked into (10, 3), got {tuple(_rows.shape)}."
 ### BEGIN HIDDEN TESTS
@@ -268,6 +291,17 @@ assert _got is not None and _got.device.type == "meta" and _got.shape == (6, 6),
     f"With both branches and the input on another device, the output should stay there{_raised}: is a branch or the result moved to the CPU?"
 assert _n1.weight.device.type == "meta" and _n2.weight.device.type == "meta", \
     "The block should keep the branches it was given where they are: is a branch moved (.cpu()) in __init__?"
+# Hooks and lazy modules work only through the call, net(X): a lazy first branch, a hook on the second.
+_lazy, _n2, _runs = nn.LazyLinear(2), nn.Linear(3, 4), []
+_n2.register_forward_hook(lambda module, args, output: _runs.append(module))
+try:
+    _got, _error = ParallelBlock(_lazy, _n2)(torch.randn(5, 3)), ""
+except (RuntimeError, ValueError) as _e:
+    _got, _error = None, f" (it raised: {str(_e).split('. ')[0]})"
+assert _got is not None and not nn.parameter.is_lazy(_lazy.weight), \
+    f"A lazy branch (nn.LazyLinear) was not initialized by the forward pass{_error}: call each branch, net1(X); net1.forward(X) skips the hook that gives it its shape."
+assert len(_runs) == 1, \
+    f"A forward hook on a branch ran {len(_runs)} times in one forward pass instead of once: call each branch, net2(X); net2.forward(X) skips its hooks."
 ### BEGIN JUDGE
 def judge():
     """Run by the grader in its own process, never in the kernel (grader/judges.py)."""
@@ -287,6 +321,11 @@ judged = {
 _j5, _j6 = nn.Linear(3, 2), nn.Linear(3, 4)
 ParallelBlock(_j5, _j6)(_jx).sum().backward()
 judged["grads"] = [_j5.weight.grad, _j6.weight.grad]
+_jruns = []
+_j7 = nn.Linear(3, 2)
+_j7.register_forward_hook(lambda module, args, output: _jruns.append(1))
+ParallelBlock(nn.Identity(), _j7)(_jx)
+judged["hook_runs"] = len(_jruns)
 """
 
     def check(data):
@@ -298,12 +337,17 @@ judged["grads"] = [_j5.weight.grad, _j6.weight.grad]
               "ParallelBlock(net1, net2, dim=0)(X), the two outputs stacked along dim 0,")
         if exact_int(data["parameters"], "len(list(block.parameters()))") != 4:
             raise Rejected("the block should own both networks' 4 parameters")
+        runs = exact_int(data["hook_runs"], "the number of times net2's forward hook ran")
+        if runs != 1:
+            raise Rejected(f"a forward hook on net2 ran {runs} times in one forward pass instead of once: "
+                           "call each branch, net2(X); net2.forward(X) skips its hooks")
         # d(sum of the output)/d(weight) of a Linear layer: each row is the sum of the input's rows.
         column_sums = [sum(column) for column in transpose(x)]
         for name, grad, rows in zip(("net1", "net2"), data["grads"], (2, 4)):
             what = f"the gradient of {name}'s weight after ParallelBlock(net1, net2)(X).sum().backward()"
             if grad is None:
-                raise Rejected(f"no gradient reaches {name}: do not detach a branch or run it under torch.no_grad()")
+                raise Rejected(f"no gradient reaches the {name} given to the block: use the networks given, not copies, "
+                               "and do not detach a branch or run it under torch.no_grad()")
             close(tensor(grad, what), [column_sums] * rows, what)
 
     return Judge("ParallelBlock", collect, check)
@@ -370,7 +414,8 @@ assert _stack is not None and all(m is e for m, e in zip(_stack, _made)) and all
 #   `state_dict` and follows `.to()`, but it is not a parameter and is never trained;
 # - one `nn.Linear(in_features, in_features)`, used **twice** in `forward`.
 #
-# `forward(X)`: apply the linear layer; compute `X @ W` with the constant weight
+# `forward(X)`: apply the linear layer (call it, `self.linear(X)`, so that its
+# hooks run); compute `X @ W` with the constant weight
 # `W` (a matrix product, the weight on the right; note that `F.linear(X, W)`
 # would compute `X @ W.T` instead), add 1 and apply ReLU; apply the *same*
 # linear layer again; then, while the sum of absolute values is greater than 1,
@@ -460,6 +505,29 @@ def _check(net, X, case):
         f"The linear layer's gradient differs from the specified computation's {case}: both uses of the layer must " \
         "reach backward; is one of them run under torch.no_grad() or detached?"
 
+# W = 0 and a layer with weight diag(3, -1): relu(0 + 1) = [1, 1], then [3, -1]. The sum of absolute
+# values is 4, then 2, then 1, which is not greater than 1: halved twice, the output is (3 - 1) / 4 = 0.5.
+_signs = FixedHiddenMLP(2)
+_weight, _linear = _parts(_signs)
+with torch.no_grad():
+    _weight.zero_()
+    _linear.weight.copy_(torch.diag(torch.tensor([3.0, -1.0])))
+    _linear.bias.zero_()
+_out = _signs(torch.tensor([[5.0, -3.0]])).item()
+_hints = {
+    1.0: ": the loop tests the absolute value of the sum (X.sum().abs(): 2, then 1) instead of the sum of absolute values (X.abs().sum()).",
+    2.0: ": nothing was halved; is the while-loop there?",
+    0.25: ": it halved once more at exactly 1; halve only while the sum is greater than 1.",
+}
+assert _out == 0.5, \
+    f"With [3, -1] before the loop, halving while the sum of absolute values (4, then 2, then 1) is greater than 1 gives 0.5, got {_out}" + \
+    _hints.get(_out, ".")
+_runs = []
+_linear.register_forward_hook(lambda module, args, output: _runs.append(module))
+_signs(torch.rand(3, 2))
+assert len(_runs) == 2, \
+    f"A forward hook on the linear layer ran {len(_runs)} times in one forward pass instead of twice: apply the layer by calling it, " \
+    "self.linear(X); self.linear.forward(X), or F.linear with its weight, skips its hooks."
 _check(_net, _X, "on the first example")
 torch.manual_seed(6)
 _net = FixedHiddenMLP(7)

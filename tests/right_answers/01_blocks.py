@@ -145,7 +145,7 @@ class FixedHiddenMLP(nn.Module):
             h = h * 0.5
         return torch.sum(h)
 
-# %% right id=FixedHiddenMLP -- the layer applied through F.linear with its own weight and bias, einsum for X @ W, L1 norm in the loop
+# %% right id=FixedHiddenMLP -- the layer called through a helper method, einsum for X @ W, L1 norm in the loop
 class FixedHiddenMLP(nn.Module):
     def __init__(self, in_features=20):
         super().__init__()
@@ -153,7 +153,7 @@ class FixedHiddenMLP(nn.Module):
         self.register_buffer("constant", torch.rand(in_features, in_features), persistent=True)
 
     def _fc(self, X):
-        return F.linear(X, self.fc.weight, self.fc.bias)
+        return self.fc(X)
 
     def forward(self, X):
         X = self._fc(X)

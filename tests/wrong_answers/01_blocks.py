@@ -450,3 +450,91 @@ class ParallelBlock(nn.Module):
 
     def forward(self, X):
         return torch.cat((self.net1(X).cpu(), self.net2(X).cpu()), dim=self.dim)
+
+# %% wrong id=MySequential -- calls each child's forward(X) instead of the child itself, so the children's hooks never run and a lazy child is never initialized
+class MySequential(nn.Module):
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            named = modules[0].items()
+        else:
+            named = ((str(i), module) for i, module in enumerate(modules))
+        for name, module in named:
+            self.add_module(name, module)
+
+    def forward(self, X):
+        for module in self._modules.values():
+            X = module.forward(X)
+        return X
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+# %% wrong id=ParallelBlock -- calls net1.forward(X) and net2.forward(X) instead of the branches themselves, so their hooks never run and a lazy branch is never initialized
+class ParallelBlock(nn.Module):
+    def __init__(self, net1, net2, dim=-1):
+        super().__init__()
+        self.net1, self.net2, self.dim = net1, net2, dim
+
+    def forward(self, X):
+        return torch.cat((self.net1.forward(X), self.net2.forward(X)), dim=self.dim)
+
+# %% wrong id=ParallelBlock -- deep-copies the branches it is given, so training the block never reaches the caller's networks
+import copy
+
+
+class ParallelBlock(nn.Module):
+    def __init__(self, net1, net2, dim=-1):
+        super().__init__()
+        self.net1, self.net2, self.dim = copy.deepcopy(net1), copy.deepcopy(net2), dim
+
+    def forward(self, X):
+        return torch.cat((self.net1(X), self.net2(X)), dim=self.dim)
+
+# %% wrong id=FixedHiddenMLP -- calls self.linear.forward(X) instead of self.linear(X), so the layer's hooks never run
+class FixedHiddenMLP(nn.Module):
+    def __init__(self, in_features=20):
+        super().__init__()
+        self.register_buffer("rand_weight", torch.rand(in_features, in_features))
+        self.linear = nn.Linear(in_features, in_features)
+
+    def forward(self, X):
+        X = self.linear.forward(X)
+        X = F.relu(X @ self.rand_weight + 1)
+        X = self.linear.forward(X)
+        while X.abs().sum() > 1:
+            X = X / 2
+        return X.sum()
+
+# %% wrong id=FixedHiddenMLP -- halves while the absolute value of the sum is greater than 1 (X.sum().abs()), not the sum of absolute values
+class FixedHiddenMLP(nn.Module):
+    def __init__(self, in_features=20):
+        super().__init__()
+        self.register_buffer("rand_weight", torch.rand(in_features, in_features))
+        self.linear = nn.Linear(in_features, in_features)
+
+    def forward(self, X):
+        X = self.linear(X)
+        X = F.relu(X @ self.rand_weight + 1)
+        X = self.linear(X)
+        while X.sum().abs() > 1:
+            X = X / 2
+        return X.sum()
+
+# %% wrong id=FixedHiddenMLP -- applies the layer through F.linear with its own weight and bias instead of calling it, so the layer's hooks never run
+class FixedHiddenMLP(nn.Module):
+    def __init__(self, in_features=20):
+        super().__init__()
+        self.register_buffer("rand_weight", torch.rand(in_features, in_features))
+        self.linear = nn.Linear(in_features, in_features)
+
+    def forward(self, X):
+        X = F.linear(X, self.linear.weight, self.linear.bias)
+        X = F.relu(X @ self.rand_weight + 1)
+        X = F.linear(X, self.linear.weight, self.linear.bias)
+        while X.abs().sum() > 1:
+            X = X / 2
+        return X.sum()
