@@ -26,12 +26,27 @@ class TestTimeout(BaseException):
 def make_namespace(
     user_ns: dict, builtins_copy: dict, all_modules: dict, modules: dict, sealers: dict | None = None
 ) -> Callable[[dict], dict]:
-    """`namespace(imports)`: the tests' namespace, refreshed with the notebook's names, fresh
-    builtins and the release's imports (name -> (module, attribute or None)), for the next test;
-    `sealers` (SEAL_NAMES -> runner_data.make_seal_test's) last, whatever the notebook named so."""
-    _dict, _getattr, _exception = dict, getattr, Exception
+    """`namespace(imports)`: the tests' namespace, refreshed for the next test, in this order: the
+    notebook's names; fresh builtins, and the real builtin under every builtin name the notebook
+    binds (`all`, `isinstance`, `sorted` of the student's, or a plain `sum = 0`); the names earlier
+    tests bound themselves (the helpers a test cell defines for later ones); the release's imports (name ->
+    (module, attribute or None)); `sealers` (SEAL_NAMES -> runner_data.make_seal_test's) last,
+    whatever the notebook named so. The test's code and every function it defines look names up
+    here: whatever the notebook defines, they get the real builtins and the tests' own helpers,
+    and the answers by their names. The student's own functions keep looking names up in the
+    notebook's namespace, with the notebook's own `sorted`. Nothing is flagged: a name is honest
+    Python, and here it changes nothing of what the test calls."""
+    _dict, _getattr, _exception, _list, _type, _str = dict, getattr, Exception, list, type, str
     import_module = builtins_copy["__import__"]
+    # The builtins' own module metadata (`__name__`, `__doc__`, ...) is the notebook's to keep.
+    real = {
+        name: value
+        for name, value in builtins_copy.items()
+        if name not in ("__name__", "__doc__", "__package__", "__loader__", "__spec__")
+    }
     tests_ns: dict = {}
+    own: dict = {}  # what the tests bound themselves, name -> value
+    given: dict = {}  # what `namespace` put in for the last test
 
     def resolve(module_name: str, attribute: str | None) -> Any:
         module = all_modules.get(module_name) or modules.get(module_name)
@@ -40,14 +55,24 @@ def make_namespace(
         return module if attribute is None else _getattr(module, attribute)
 
     def namespace(imports: dict) -> dict:
+        # Exact str names only: `in` on a str subclass of the student's would run its __hash__ here.
+        for name, value in _list(tests_ns.items()):
+            if _type(name) is _str and name != "__builtins__" and (name not in given or given[name] is not value):
+                own[name] = value
         tests_ns.update(user_ns)
         tests_ns["__builtins__"] = _dict(builtins_copy)
+        for name in _list(user_ns):
+            if _type(name) is _str and name in real:
+                tests_ns[name] = real[name]
+        tests_ns.update(own)
         for name, (module_name, attribute) in imports.items():
             try:
                 tests_ns[name] = resolve(module_name, attribute)
             except _exception:
                 pass
         tests_ns.update(sealers or {})
+        given.clear()
+        given.update(tests_ns)
         return tests_ns
 
     return namespace

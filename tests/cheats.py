@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import nbformat
 
+from tools import cells
 from tools.cells import answered, exercise
 
 A = "01_blocks"
@@ -428,6 +429,68 @@ def profiler_thread():
 
 def honest(name: str):
     return with_code(answered(A), FIRST_ANSWER, HONEST[name])
+
+
+# -- names the tests look up, bound by the notebook (issue 46): every lesson ----------------------
+# A blank exercise that binds liars under builtin names: before, the functions lesson 6's test
+# defines to simulate two GPUs found them among the notebook's names and passed (1 point, no flag).
+# The tests' code and functions get the real builtins now: nothing anywhere, and no flag (a
+# name is honest Python, and it no longer changes anything the tests call).
+SHADOWED_BUILTINS = (
+    "all = lambda iterable: True\nany = lambda iterable: True\nabs = lambda value: 0\n"
+    "sorted = lambda iterable, **options: []\nisinstance = lambda value, kinds: True\n"
+    "issubclass = lambda kind, kinds: True\ncallable = lambda value: True"
+)
+# Lesson 6's tests call `_call`, a helper an earlier test cell defined: the notebook binds its own
+# (keeps the simulated GPUs' states at "saving", puts them back at "loading"); the test's stays.
+SHADOWED_HELPER = (
+    "_kept = {}\n"
+    "def _call(function, *args, **kwargs):\n"
+    "    if getattr(function, '__name__', '') == 'save_checkpoint':\n"
+    "        _kept.update(states=torch.cuda.get_rng_state_all(), epoch=(list(args) + [kwargs.get('epoch')])[3])\n"
+    "        return None\n"
+    "    torch.cuda.set_rng_state_all(_kept.get('states', []))\n"
+    "    return _kept.get('epoch')"
+)
+# A right answer whose notebook keeps names of its own that happen to be builtins' (a list called
+# `all`, a file name in `zip`, a sort of its own): full marks, no flag. No model answer uses them.
+HONEST_SHADOWS = (
+    "all = ['my', 'results']\nzip = 'data.zip'\nid = 'student 7'\n"
+    "def sorted(values, key=None, reverse=False):  # my own, no builtin needed\n"
+    "    values = [*values]\n    for i in range(1, len(values)):\n        j = i\n"
+    "        while j and values[j - 1] > values[j]:\n"
+    "            values[j - 1], values[j] = values[j], values[j - 1]\n            j -= 1\n"
+    "    return values[::-1] if reverse else values"
+)
+
+
+def first_answer_id(nb) -> str:
+    return next(
+        c.metadata["nbgrader"]["grade_id"]
+        for c in nb.cells
+        if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"
+    )
+
+
+def shadowed(nb, code: str = SHADOWED_BUILTINS):
+    """`nb` with `code` at the end of its first answer cell: in the notebook's names before every test."""
+    return with_code(nb, first_answer_id(nb), code)
+
+
+def wrong_everywhere(lesson: str):
+    """`lesson` with every answer wrong in the way that fails the most of its tests (its wrong-answer
+    fixture with the most `fails`, tests/wrong_answers/): what the builtins cheat would lift."""
+    best: dict = {}
+    for wrong in cells.read_wrong_answers(lesson):
+        if len(wrong.fails) > len(best.get(wrong.answer_id, ((),))[0]):
+            best[wrong.answer_id] = (wrong.fails, wrong.code)
+    return answered(lesson, {answer_id: code for answer_id, (_, code) in best.items()})
+
+
+def wrong_only(lesson: str, fails: tuple[str, ...]):
+    """The model answers but one, wrong in the way its first fixture failing exactly `fails` is."""
+    wrong = next(w for w in cells.read_wrong_answers(lesson) if w.fails == fails)
+    return answered(lesson, {wrong.answer_id: wrong.code})
 
 
 # -- liars: answers that fool an item's test in the kernel, for the judges outside it ------------

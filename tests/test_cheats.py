@@ -17,7 +17,7 @@ import pytest
 from submissions import ROOT, full_score, points
 
 from grader import export, feedback, grade, report, trusted
-from tools import course
+from tools import course, source
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
 
@@ -152,3 +152,67 @@ def test_formgrader_shows_the_flag_as_a_comment(graded):
     with Gradebook(config.CourseDirectory.db_url) as gradebook:
         comment = gradebook.find_comment(cheats.FIRST_ANSWER, A, A, graded["rows"]["run_cell_on_class"].grader_id)
         assert "Flagged by the grader" in comment.auto_comment and "run_cell" in comment.auto_comment
+
+
+# -- names the tests look up, bound by the notebook: every lesson, every item (issue 46) ----------
+LESSONS = source.lesson_ids()
+GPU_ONLY = ("06_file_io", ("test_checkpoint_gpu",))  # the issue's notebook: all right but that
+
+
+@pytest.fixture(scope="module")
+def shadowing(tmp_path_factory):
+    """Per lesson: every answer wrong (cheats.wrong_everywhere), the same with liars bound under
+    builtin names, and the model answers with honest names of the builtins'; for lesson 6 also
+    the issue's notebook (wrong only on the GPUs' generators) with those liars, or with a test
+    helper of its own."""
+    import nbformat
+
+    tmp = tmp_path_factory.mktemp("shadowing")
+    root = tmp / "course"
+    course.temporary_course(root, LESSONS)
+    rows = {}
+    for lesson in LESSONS:
+        folder = tmp / lesson
+        folder.mkdir()
+        wrong = cheats.wrong_everywhere(lesson)
+        notebooks = {
+            "wrong": wrong,
+            "wrong_shadowed": cheats.shadowed(wrong),
+            "honest": cheats.shadowed(cheats.answered(lesson), cheats.HONEST_SHADOWS),
+        }
+        if lesson == GPU_ONLY[0]:
+            gpu = cheats.wrong_only(*GPU_ONLY)
+            notebooks.update(gpu_shadowed=cheats.shadowed(gpu), gpu_helper=cheats.shadowed(gpu, cheats.SHADOWED_HELPER))
+        for name, nb in notebooks.items():
+            nbformat.write(nb, folder / f"{name}.ipynb")
+        found = grade.run(grade.Options(lesson, folder, jobs=2, root=root, cell_timeout=30, notebook_timeout=120))
+        rows.update({(lesson, r.student_id): r for r in found})
+    return rows
+
+
+@pytest.mark.parametrize(("lesson", "item"), [(lesson, item) for lesson in LESSONS for item in points(lesson)])
+def test_builtins_bound_by_the_notebook_lift_no_item(shadowing, lesson, item):
+    """The liars (`all`, `isinstance`, ... of the notebook's) change nothing the tests call: each
+    item scores at most what the same wrong answers score without them, and nothing is flagged
+    (binding a name is honest Python). Before, lesson 6's test_checkpoint_gpu scored 1."""
+    wrong, cheat = shadowing[(lesson, "wrong")], shadowing[(lesson, "wrong_shadowed")]
+    assert cheat.items[item] <= wrong.items[item], (cheat.items, cheat.detail)
+    assert (cheat.status, cheat.flags) == ("graded", ""), cheat.flags
+
+
+@pytest.mark.parametrize("name", ["gpu_shadowed", "gpu_helper"])
+def test_the_issues_notebook_earns_nothing_for_its_wrong_item(shadowing, name):
+    """All right but the GPUs' generators, with liars under builtin names or a `_call` of its own
+    (a helper of lesson 6's first test, used by the later ones): 0 for that item, no flag."""
+    row = shadowing[(GPU_ONLY[0], name)]
+    assert row.items[GPU_ONLY[1][0]] == 0 and row.score <= full_score(GPU_ONLY[0]) - 1, (row.items, row.detail)
+    assert (row.status, row.flags) == ("graded", ""), row.flags
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_a_right_answer_with_names_of_the_builtins_keeps_full_marks(shadowing, lesson):
+    """`all = [...]`, `zip = 'data.zip'`, a `sorted` of the student's own: the tests still get the
+    real builtins (before, such a notebook lost 7 of lesson 6's 12 points, 'str' object is not
+    callable)."""
+    row = shadowing[(lesson, "honest")]
+    assert (row.score, row.status, row.flags) == (full_score(lesson), "graded", ""), (row.items, row.detail)

@@ -588,6 +588,53 @@ def test_every_function_a_test_defines_is_sealed_and_its_lines_kept(run):
     assert unsealed["ename"] == "AssertionError"
 
 
+# A student's shadows of builtins: liars (a cheat), and an honest `sum = 0` and `sorted` of its own.
+SHADOWS = {
+    "all": lambda iterable: True,
+    "any": lambda iterable: True,
+    "abs": lambda value: 0,
+    "sorted": lambda iterable, **options: [],
+    "isinstance": lambda value, kind: True,
+    "len": lambda value: 0,
+    "__import__": lambda *args, **kwargs: None,
+    "sum": 0,
+}
+# The test's code and a function it defines (sealed, as the runner gets it), each looking builtins up.
+CHECKING = """\
+def check(values):
+    assert not all(v > 5 for v in values) and not any(v > 5 for v in values) and abs(-3) == 3
+    assert sorted(values) == [1, 2] and not isinstance(values, str) and len(values) == 2
+    assert sum(values) == 3 and __import__("math").pi > 3
+check([2, 1])
+assert not all([0]) and sorted([2, 1]) == [1, 2] and mine([2, 1]) == "the student's own"
+def _helper():
+    return "the test's"
+"""
+
+
+def test_a_tests_code_and_functions_see_the_real_builtins_and_its_own_helpers():
+    """Whatever builtin names the notebook binds, the test's code and the functions it defines get
+    the real builtins (issue 46: `isinstance`, `all` and the like of a notebook's made lesson 6's
+    simulated GPUs pass on a blank answer), and a helper an earlier test defined stays the test's,
+    whatever the notebook later binds under its name; the student's own functions keep the
+    notebook's `sorted`."""
+    user_ns: dict = dict(SHADOWS)
+    exec('def mine(values):\n    return sorted(values) == [] and "the student\'s own"', user_ns)
+    user_ns["__name__"] = "__main__"
+    seal = make_seal(_functools._lru_cache_wrapper)
+    sealers = make_seal_test(seal, runner_test.SEAL_NAMES, staticmethod, classmethod)
+    namespace = runner_test.make_namespace(user_ns, dict(vars(builtins)), {}, sys.modules, sealers)
+    ns = namespace({})
+    exec(trusted.seal_functions(CHECKING), ns)
+    assert ns["__name__"] == "__main__"  # the notebook's own, not the builtins module's
+    user_ns["_helper"] = lambda: "the student's"  # bound after the test that defined it
+    ns = namespace({})
+    exec('assert _helper() == "the test\'s" and check([1, 2]) is None', ns)
+    unguarded = dict(user_ns, __builtins__=dict(vars(builtins)))  # the notebook's names first: the liars win
+    with pytest.raises(AssertionError):
+        exec(CHECKING, unguarded)
+
+
 def test_a_failed_test_says_who_raised_and_where(run):
     reply = run("x = 1\nassert answer() == 42, 'wrong answer'", {}, timeout=5)
     assert (reply["passed"], reply["ename"], reply["message"], reply["by_test"], reply["line"]) == (
