@@ -40,6 +40,139 @@ from torch import nn
 _ = torch.manual_seed(0)
 
 # %% [markdown]
+# ## Set-up for the tests (run it; no need to read it)
+#
+# The next cell defines `_simulated_gpu()`, which lets the tests check your code
+# on a GPU that the CPU plays, with a real GPU's rules, on any machine. In
+# JupyterLab its code is folded: run it, and click its left edge to unfold it.
+
+# %% jupyter={"source_hidden": true}
+# Test machinery, not part of any answer. Inside `with _simulated_gpu() as gpu:` the CPU plays a
+# CUDA GPU, `gpu` (cuda:0): tensors made on it or moved to it report that device and compute with
+# real values on the CPU, and it refuses what a real GPU refuses: an operation mixing it with a CPU
+# tensor of one or more dimensions (a 0-d CPU tensor counts as a number, as on CUDA), a CPU
+# generator for values drawn on it, `.numpy()` of it, and a GPU tensor as torch's (CPU) random
+# state. `torch.load(..., map_location="cuda")` puts what it loads on it. Outside it nothing changes.
+from contextlib import contextmanager
+
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_flatten, tree_map
+
+_GPU = torch.device("cuda", 0)
+
+
+class _OnGPU(torch.Tensor):
+    """A tensor of the simulated GPU: its values live on the CPU, it says it lives on cuda:0."""
+
+    @property
+    def device(self):
+        return _GPU
+
+    @property
+    def is_cuda(self):
+        return True
+
+    @property
+    def is_cpu(self):
+        return False
+
+
+def _where(value):
+    """The device a `device=` argument or a `.to()` argument names: cuda, cpu or None."""
+    if isinstance(value, torch.Tensor):
+        return value.device.type
+    if isinstance(value, int) and not isinstance(value, bool):
+        return "cuda"  # a bare index names a CUDA device
+    if isinstance(value, (str, torch.device)):
+        return torch.device(value).type
+    return None
+
+
+# What a real GPU lets mix devices: copies between devices, indexing with CPU indices, reading values.
+_ANY_DEVICE = {"to", "cuda", "cpu", "copy_", "__getitem__", "__setitem__", "__get__", "__set__", "__repr__",
+               "__format__", "__str__", "item", "tolist", "__bool__", "__float__", "__int__", "__index__",
+               "size", "dim", "numel", "__len__", "__iter__", "requires_grad_", "detach", "detach_",
+               "_has_compatible_shallow_copy_type", "module_load"}
+
+
+class _SimulatedGPU(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        name = getattr(func, "__name__", "")
+        tensors = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
+        on_gpu = any(isinstance(t, _OnGPU) for t in tensors)
+        target = _where(kwargs.get("device"))
+        if name in {"to", "cuda"}:
+            for value in [*args[1:], *kwargs.values()]:
+                target = _where(value) or target
+            target = "cuda" if name == "cuda" else target
+        if on_gpu and name in {"numpy", "__array__"}:
+            raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
+                            "tensor to host memory first.")
+        generator = kwargs.get("generator")
+        drawn_on_gpu = target == "cuda" or (on_gpu and target is None)
+        if generator is not None and drawn_on_gpu and generator.device.type != "cuda":
+            raise RuntimeError("Expected a 'cuda' device type for generator but found 'cpu'")
+        if on_gpu and name not in _ANY_DEVICE and any(not isinstance(t, _OnGPU) and t.dim() > 0 for t in tensors):
+            raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
+                               "cuda:0 and cpu!")
+        if target == "cuda":  # computed on the CPU, handed back as the GPU's
+            if name == "cuda":
+                func, args, kwargs = torch.Tensor.to, (args[0], "cpu"), {}
+            elif name == "to":
+                args = tuple("cpu" if _where(a) == "cuda" and not isinstance(a, torch.Tensor) else a for a in args)
+                kwargs = {k: "cpu" if k == "device" else v for k, v in kwargs.items()}
+            else:
+                kwargs["device"] = "cpu"
+            return tree_map(lambda r: r.as_subclass(_OnGPU) if type(r) is torch.Tensor else r, func(*args, **kwargs))
+        result = func(*args, **kwargs)
+        if name.endswith("_") and not name.endswith("__") and args and isinstance(args[0], torch.Tensor):
+            return args[0]  # in place: the tensor itself, on its own device (a GPU value copied into a CPU one)
+        if name == "module_load" and not isinstance(args[0], _OnGPU):  # load_state_dict copies into a CPU model
+            return result.as_subclass(torch.Tensor)
+        if target == "cpu" or name == "cpu":  # moved off the GPU: a plain CPU tensor again
+            return tree_map(lambda r: r.as_subclass(torch.Tensor) if isinstance(r, _OnGPU) else r, result)
+        return result
+
+
+def _on_gpu_all(value):
+    """Every tensor in a loaded object (dicts, lists and tuples of them) put on the simulated GPU."""
+    if isinstance(value, torch.Tensor):
+        return value.as_subclass(_OnGPU)
+    if isinstance(value, dict):
+        return type(value)((key, _on_gpu_all(item)) for key, item in value.items())
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(_on_gpu_all(item) for item in value)
+    return value
+
+
+@contextmanager
+def _simulated_gpu():
+    real_load, real_set_rng_state = torch.load, torch.set_rng_state
+
+    def load(f, map_location=None, *args, **kwargs):
+        if _where(map_location) != "cuda":
+            return real_load(f, map_location, *args, **kwargs)
+        return _on_gpu_all(real_load(f, "cpu", *args, **kwargs))
+
+    def set_rng_state(new_state):
+        if isinstance(new_state, _OnGPU):
+            raise TypeError("RNG state must be a torch.ByteTensor")
+        return real_set_rng_state(new_state)
+
+    swap = torch.__future__.get_swap_module_params_on_conversion()
+    torch.__future__.set_swap_module_params_on_conversion(True)  # module.to(gpu) keeps what .to() gives
+    torch.load = torch.serialization.load = load
+    torch.set_rng_state = torch.random.set_rng_state = set_rng_state
+    try:
+        with _SimulatedGPU():
+            yield _GPU
+    finally:
+        torch.load = torch.serialization.load = real_load
+        torch.set_rng_state = torch.random.set_rng_state = real_set_rng_state
+        torch.__future__.set_swap_module_params_on_conversion(swap)
+
+# %% [markdown]
 # ## 1. A small normal initializer
 #
 # Write `init_normal(m)`, meant for `net.apply(init_normal)`: if `m` is an
@@ -48,6 +181,8 @@ _ = torch.manual_seed(0)
 # objects, so an optimizer built before still trains them); leave every other
 # kind of module untouched.
 # Some `nn.Linear` layers are built with `bias=False`: they have no bias to zero.
+# Draw from torch's generator as it stands (set no seed inside): each layer gets
+# its own values, and the caller's random numbers go on where they were.
 
 # %% answer grade_id="init_normal"
 def init_normal(m):
@@ -121,6 +256,23 @@ assert torch.equal(_text[0].weight, _table), \
     "An nn.Embedding's weight changed: it is 2-D like a Linear's, but only nn.Linear layers should be touched, so " \
     "check the module's type (isinstance(m, nn.Linear)), not the shape of its weight."
 assert abs(_text[1].weight.std().item() - 0.01) < 1e-3, "The nn.Linear after an nn.Embedding should be initialized too."
+# torch's global generator: init_normal draws from it and leaves it running; a seed set inside would
+# give every layer of a shape the same weights and restart everyone's random numbers at each call.
+torch.manual_seed(12)
+_a, _b = nn.Linear(30, 30), nn.Linear(30, 30)
+_a.apply(init_normal)
+_b.apply(init_normal)
+assert not torch.equal(_a.weight, _b.weight), \
+    "Two layers of the same shape got the same weights: init_normal should draw fresh values from torch's " \
+    "generator as it runs, not set a seed (torch.manual_seed) inside."
+_after = []
+for _seed in (13, 14):
+    torch.manual_seed(_seed)
+    init_normal(nn.Linear(5, 5))
+    _after.append(torch.rand(3))
+assert not torch.equal(*_after), \
+    "After init_normal, torch's random numbers no longer depend on the seed set before it: do not reseed the " \
+    "global generator (torch.manual_seed) inside init_normal."
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -133,7 +285,9 @@ assert abs(_text[1].weight.std().item() - 0.01) < 1e-3, "The nn.Linear after an 
 # - exactly 0 with probability 1/2,
 # - uniform on [-10, -5] with probability 1/4,
 #
-# and returns the same tensor (on whatever device it lives). The change must not
+# and returns the same tensor (on whatever device it lives: a tensor on a GPU
+# takes part in an operation only with tensors on that GPU (0-d ones aside), so make what you
+# compute from it there, e.g. `torch.rand_like`). The change must not
 # be recorded by autograd, so that it also works on a parameter (`nn.Parameter`)
 # that requires gradients.
 #
@@ -247,16 +401,20 @@ assert not bool((_d == 1).any()), "A 3-D float64 tensor should be changed in pla
 _q = nn.Parameter(torch.empty(7, 3, dtype=torch.float64))
 assert weird_init_(_q) is _q and _q.grad_fn is None and _q.requires_grad, \
     "A float64 parameter should stay a trainable leaf as well: use torch.no_grad()."
-# A parameter on another device: PyTorch's meta device (shapes, no data) stands in for a GPU.
-_m = nn.Parameter(torch.empty(30, 40, device="meta"))
-try:
-    _r = weird_init_(_m)
-except (RuntimeError, NotImplementedError) as _error:
-    raise AssertionError("weird_init_ failed on a parameter on another device (the meta device stands in for a GPU): "
-                         "change the tensor where it lives and return it, not a copy on the CPU.") from _error
-assert _r is _m and _m.device.type == "meta" and _m.requires_grad and _m.grad_fn is None, \
-    "On another device (the meta device stands in for a GPU) weird_init_ should change the parameter where it " \
-    "lives and return that same parameter, not a copy moved to the CPU."
+# A parameter on a GPU, which the CPU plays with a real GPU's rules (the set-up cell's _simulated_gpu).
+torch.manual_seed(23)
+with _simulated_gpu() as _gpu:
+    _m = nn.Parameter(torch.ones(300, 40, device=_gpu))  # 1 is never a value weird_init_ makes
+    try:
+        _r = weird_init_(_m)
+    except (RuntimeError, TypeError) as _error:
+        raise AssertionError(f"weird_init_ failed on a parameter on a GPU ({_error}): make every tensor it uses "
+                             "where the parameter lives (torch.rand_like(tensor), tensor.abs() >= 5), since an "
+                             "operation on a GPU tensor cannot take a CPU tensor (only a copy_ can).") from _error
+assert _r is _m and _m.device == _gpu and _m.requires_grad and _m.grad_fn is None, \
+    "On a GPU weird_init_ should change the parameter where it lives and return that same parameter, not a copy " \
+    "moved to the CPU."
+assert not bool((_m == 1).any()), "On a GPU the parameter itself should hold the new values: change it in place."
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -480,6 +638,17 @@ assert _close(activation_stds(_lin, _x), _expected), "A single nn.Linear as the 
 assert _close(activation_stds(_lin, _x), _expected), "A second call should give the same single value."
 _none = activation_stds(nn.Sequential(nn.ReLU(), nn.Tanh()), _x)
 assert _none is not None and list(_none) == [], "A net without nn.Linear gives an empty list."
+# An in-place activation (torchvision's nets use nn.ReLU(inplace=True)) overwrites the Linear's output
+# tensor itself once the forward pass goes on: only a std taken inside the hook sees the output.
+torch.manual_seed(43)
+_net = nn.Sequential(nn.Linear(20, 64), nn.ReLU(inplace=True), nn.Linear(64, 10))
+_x = torch.randn(256, 20)
+with torch.no_grad():
+    _h1 = _net[0](_x)
+    _h2 = _net[2](torch.relu(_h1))
+assert _close(activation_stds(_net, _x), [_h1.std().item(), _h2.std().item()]), \
+    "With nn.ReLU(inplace=True) after a Linear, the std should be the Linear's output as it came out: take the " \
+    "std inside the hook, since a kept output tensor is overwritten in place by the activation afterwards."
 ### END HIDDEN TESTS
 
 # %% tests grade_id="test_activation_stds_no_trace" points=1

@@ -10,16 +10,16 @@ def my_init(m):
     if type(m) is nn.Linear:
         weird_init_(getattr(m, "weight"))
 
-# %% right id=activation_stds -- records every module's output and keeps the Linear ones
+# %% right id=activation_stds -- records every module's output std (a tensor, taken in the hook) and keeps the Linear ones
 def activation_stds(net, x):
     outputs = []
-    hooks = [m.register_forward_hook(lambda mod, inp, out: outputs.append((mod, out)))
+    hooks = [m.register_forward_hook(lambda mod, inp, out: outputs.append((mod, out.std())))
              for m in net.modules()]
     with torch.no_grad():
         net(x)
     for hook in hooks:
         hook.remove()
-    return [float(out.std()) for mod, out in outputs if isinstance(mod, nn.Linear)]
+    return [float(std) for mod, std in outputs if isinstance(mod, nn.Linear)]
 
 # %% right id=weird_init_ -- draws with numpy's own generator, which torch's seed does not reach
 import numpy as np
@@ -122,3 +122,13 @@ def activation_stds(net, x):
     finally:
         handle.remove()
     return tuple(stds)
+
+# %% right id=weird_init_ -- magnitudes first, then zeros and signs by boolean masks read back from the tensor (nonzero on the device)
+def weird_init_(tensor):
+    with torch.no_grad():
+        tensor.uniform_(5, 10)
+        part = torch.rand_like(tensor)
+        tensor[part < 0.5] = 0
+        negative = part >= 0.75
+        tensor[negative] = -tensor[negative]
+    return tensor

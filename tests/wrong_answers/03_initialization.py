@@ -92,7 +92,7 @@ def weird_init_(tensor):
         tensor.uniform_(-10, 10)
         tensor.mul_(tensor.abs() >= 5)
 
-# %% wrong id=weird_init_ -- draws whole numbers
+# %% wrong id=weird_init_ fails=test_weird_init_,test_weird_init__in_place -- draws whole numbers (and multiplies by a mask built on the CPU, which a GPU tensor refuses)
 def weird_init_(tensor):
     with torch.no_grad():
         values = torch.randint(-10, 11, tensor.shape).to(tensor.dtype)
@@ -288,3 +288,30 @@ def init_normal(m):
 def my_init(m):
     if getattr(m, "weight", None) is not None and m.weight.dim() == 2:
         weird_init_(m.weight)
+
+# %% wrong id=init_normal -- seeds torch's generator inside, so every layer of a shape gets the same weights and the caller's random numbers restart
+def init_normal(m):
+    if isinstance(m, nn.Linear):
+        torch.manual_seed(0)
+        nn.init.normal_(m.weight, mean=0.0, std=0.01)
+        if m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+# %% wrong id=weird_init_ fails=test_weird_init__in_place seen_on=device -- multiplies in place by a mask built on the CPU, which a tensor on a GPU refuses
+def weird_init_(tensor):
+    with torch.no_grad():
+        values = torch.empty(tensor.shape, dtype=tensor.dtype).uniform_(-10, 10)
+        tensor.copy_(values)
+        tensor.mul_(values.abs() >= 5)
+    return tensor
+
+# %% wrong id=activation_stds -- keeps the hooked output tensors and takes their std after the forward pass, when an in-place activation has overwritten them
+def activation_stds(net, x):
+    outputs = []
+    handles = [m.register_forward_hook(lambda module, inputs, output: outputs.append(output))
+               for m in net.modules() if isinstance(m, nn.Linear)]
+    with torch.no_grad():
+        net(x)
+    for handle in handles:
+        handle.remove()
+    return [output.std().item() for output in outputs]
