@@ -434,12 +434,14 @@ assert [tuple(shape) for _, shape in _shapes] == [(8, 5), (8,), (3, 8), (3,)], \
 assert all(isinstance(shape, tuple) and all(isinstance(n, int) for n in shape) for _, shape in _shapes), \
     "Each shape should be a tuple of ints, e.g. tuple(p.shape)."
 
-_seen = []
+_seen, _grad_modes = [], []
 _probe = nn.Sequential(nn.LazyLinear(2))
 _probe.register_forward_pre_hook(lambda module, args: _seen.append(args[0].clone()))
+_probe.register_forward_hook(lambda module, args, output: _grad_modes.append(torch.is_grad_enabled()))
 infer_shapes(_probe, (3, 4))
 assert len(_seen) == 1 and _seen[0].shape == (3, 4) and not _seen[0].any(), \
     "The network should see one tensor of zeros with exactly input_shape."
+assert not any(_grad_modes), "The dry run recorded gradients: run net(zeros) under torch.no_grad()."
 
 _bn = nn.Sequential(nn.LazyLinear(3), nn.LazyBatchNorm1d(), nn.Dropout(0.5))  # in train(), as built
 _bn[2].eval()  # except the Dropout

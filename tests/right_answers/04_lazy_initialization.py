@@ -169,6 +169,22 @@ def infer_shapes(net, input_shape):
     shapes = [p.shape for _, p in net.named_parameters()]
     return list(zip(names, shapes))
 
+# %% right id=infer_shapes -- the whole function under @torch.no_grad() (a decorator, not a with block), modes kept in a list and set back with zip
+@torch.no_grad()
+def infer_shapes(net, input_shape):
+    params = list(net.parameters())
+    where = dict(dtype=params[0].dtype, device=params[0].device) if params else {}
+    zeros = torch.zeros(*input_shape, **where)
+    modules = list(net.modules())
+    modes = [m.training for m in modules]
+    net.train(False)
+    try:
+        net(zeros)
+    finally:
+        for m, mode in zip(modules, modes):
+            m.training = mode
+    return [(name, tuple(p.size())) for name, p in net.named_parameters()]
+
 # %% right id=MultiWidthNet -- a sized nn.Linear made on first sight with device= and dtype=, applied through nn.functional.linear
 class MultiWidthNet(nn.Module):
     def __init__(self, hidden=16, out_features=1):

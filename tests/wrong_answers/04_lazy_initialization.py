@@ -521,3 +521,19 @@ class MultiWidthNet(nn.Module):
         if key not in self.inputs:
             self.inputs[key] = nn.LazyLinear(self.hidden, dtype=self.body[1].weight.dtype)
         return self.body(self.inputs[key](X))
+
+# %% wrong id=infer_shapes -- runs the dry run in eval mode but without torch.no_grad(), so it records gradients
+def infer_shapes(net, input_shape):
+    first = next(iter(net.parameters()), None)
+    if first is None:
+        zeros = torch.zeros(input_shape)
+    else:
+        zeros = torch.zeros(input_shape, dtype=first.dtype, device=first.device)
+    modes = {module: module.training for module in net.modules()}
+    net.eval()
+    try:
+        net(zeros)
+    finally:
+        for module, training in modes.items():
+            module.train(training)
+    return [(name, tuple(p.shape)) for name, p in net.named_parameters()]
