@@ -90,6 +90,19 @@ def load_config(root: Path | None = None) -> Config:
     return config
 
 
+def waits_for_hand(grade) -> bool:
+    """Whether a gradebook grade is still to be given by hand: neither nbgrader scored it (a blank
+    written answer it scores 0 does not wait) nor an instructor marked it (a written answer, a
+    task, a code answer nbgrader could not score)."""
+    return grade.auto_score is None and grade.manual_score is None
+
+
+def points_to_grade_by_hand(submission) -> float:
+    """The points of a gradebook submission still to be given by hand (waits_for_hand): the
+    CSV's needs_manual, the feedback page's and the report's number."""
+    return float(sum(g.max_score for nb in submission.notebooks for g in nb.grades if waits_for_hand(g)))
+
+
 def course_root(config: Config) -> Path:
     return Path(config.CourseDirectory.root)
 

@@ -225,7 +225,7 @@ def assignment_column(config, gradebook, assignment: str, header: str) -> tuple[
             stale[student] = change
         for notebook in submission.notebooks:
             for grade in notebook.grades:
-                if grade.auto_score is None and grade.manual_score is None:
+                if course.waits_for_hand(grade):
                     kind = (
                         "written answer" if cells.get((notebook.name, grade.name), NO_CELL).written else "graded cell"
                     )

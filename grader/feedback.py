@@ -216,7 +216,7 @@ class GradesSoFar(GetGrades):
         )
         cell.metadata.nbgrader["score"] = grade.score
         cell.metadata.nbgrader["points"] = grade.max_score
-        cell.metadata.nbgrader[NOT_GRADED] = grade.auto_score is None and grade.manual_score is None
+        cell.metadata.nbgrader[NOT_GRADED] = course.waits_for_hand(grade)
 
     def preprocess(self, nb, resources):
         nb, resources = super().preprocess(nb, resources)

@@ -354,7 +354,7 @@ def rows(options: Options, submissions, outcome, config=None) -> list[Row]:
                         grade = gradebook.find_grade(name, notebook, options.assignment, submission.grader_id)
                         row.items[key] = grade.score
                     row.score = sum(row.items.values())
-                    row.needs_manual = graded.max_written_score
+                    row.needs_manual = course.points_to_grade_by_hand(graded)
                     errors = (engine or {}).get("errors", {})
                     failed = [
                         f"{key} ({errors[notebook, name]})" if errors.get((notebook, name)) else key

@@ -18,20 +18,21 @@ def collect_scores(assignment: str, db_url: str | None = None, root: Path | None
         found = gradebook.find_assignment(assignment)
         cells = keyed_cells(found)  # the CSV's keys: <notebook>:<cell> where notebooks share a name
         items = [(key, points) for key, _, _, points in cells]
-        scores, passed, flagged = [], {key: 0 for key, _ in items}, {}
+        scores, passed, flagged, by_hand = [], {key: 0 for key, _ in items}, {}, {}
         for submission in found.submissions:
             scores.append(submission.code_score)
+            by_hand[submission.student_id] = course.points_to_grade_by_hand(submission)
             flags = (graded_metadata(config, assignment, submission.student_id) or {}).get("flags", [])
             if flags:
                 flagged[submission.student_id] = flags
             for key, notebook, name, points in cells:
                 grade = gradebook.find_grade(name, notebook, assignment, submission.student_id)
                 passed[key] += grade.score >= points
-        return scores, items, passed, found.max_code_score, flagged
+        return scores, items, passed, found.max_code_score, flagged, by_hand
 
 
 def report(assignment: str, db_url: str | None = None, out: Path | None = None, root: Path | None = None) -> str:
-    scores, items, passed, max_score, flagged = collect_scores(assignment, db_url, root)
+    scores, items, passed, max_score, flagged, by_hand = collect_scores(assignment, db_url, root)
     if out is None:
         out = course.course_root(course.load_config(root)) / "grades" / f"{assignment}.png"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -46,6 +47,8 @@ def report(assignment: str, db_url: str | None = None, out: Path | None = None, 
     for name, points in items:
         rate = passed[name] / n if n else 0.0
         lines.append(f"  {name:<28} {points:g} pts  passed by {passed[name]}/{n} ({rate:.0%})")
+    waiting = {student: points for student, points in by_hand.items() if points}
+    lines.append(f"still to grade by hand (Formgrader): {sum(waiting.values()):g} points in {len(waiting)} submissions")
     lines.append(
         f"flagged (tried to change how they are graded; read docs/grade-integrity.md, 'Reading a flag'): {len(flagged)}"
     )

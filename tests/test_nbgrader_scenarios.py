@@ -23,6 +23,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 
 import grader_cases
 import nbformat
@@ -32,9 +33,12 @@ from nbgrader.api import Gradebook
 from nbgrader_docs_course import MINIMAL_CONFIG
 from traitlets.config import Config
 
-from grader import collect, grade, kernel_start, restore, sandbox_spec, settings
+from grader import collect, course, grade, kernel_start, report, restore, sandbox_spec, settings
 from grader.__main__ import main
 from grader.cell_limits import cell_limit
+
+# The scenarios grade in the sandbox; the pieces below are also marked unit (make test-fast).
+pytestmark = pytest.mark.integration
 
 FILES = Path(nbgrader.__file__).parent / "tests" / "apps" / "files"
 A = "ps1"
@@ -145,7 +149,6 @@ def check_same(ours: Path, plain: Path, rows: dict[str, dict], flagged: set[str]
         assert float(row["score"]) == tests, row
 
 
-@pytest.mark.integration
 @pytest.mark.sandbox
 def test_cheat_attempts_under_no_time_limit_and_files_handed_in_with_exclude_overwriting(tmp_path):
     """test_showtraceback_exploit (c.Execute.timeout = None) and test_grade_overwrite_files(_subdirs)."""
@@ -168,13 +171,24 @@ def test_cheat_attempts_under_no_time_limit_and_files_handed_in_with_exclude_ove
     rows = grade_both(ours, plain, downloads, tmp_path)
     assert {s: float(r["score"]) for s, r in rows.items()} == {"foo": 1, "bar": 2, "spam": 1, "eggs": 1}
     check_same(ours, plain, rows, flagged={s for s, r in rows.items() if r["status"] == "flagged"})
+    # Points still to grade by hand, one definition: what neither nbgrader scored nor anyone marked
+    # (foo's blank written answer nbgrader scored 0 does not wait; bar's written answer does).
+    with Gradebook(f"sqlite:///{plain / 'gradebook.db'}") as gradebook:
+        waiting = {s.student.id: course.points_to_grade_by_hand(s) for s in gradebook.find_assignment(A).submissions}
+    assert {s: float(r["needs_manual"]) for s, r in rows.items()} == waiting and waiting["foo"] == 0, waiting
+    with Gradebook(f"sqlite:///{ours / 'gradebook.db'}") as gradebook:  # marked in Formgrader
+        for notebook in gradebook.find_submission(A, "bar").notebooks:
+            for mark in notebook.grades:
+                if course.waits_for_hand(mark):
+                    mark.manual_score = 1
+        gradebook.db.commit()
+    assert report.collect_scores(A, root=ours)[-1]["bar"] == 0
     files = autograded_files(ours, "foo")
     # The course's files over the student's, but the student's helper.py, as nbgrader's test asserts.
     assert files["data.csv"] == files["subdir/data.csv"] == "some,data\n"
     assert files["helper.py"] == files["subdir/helper.py"] == "print('this is different!')\n"
 
 
-@pytest.mark.integration
 @pytest.mark.sandbox
 def test_files_read_written_and_nbgrader_execution_in_one_assignment(tmp_path):
     """open_relative_file + data.txt (10 points), side-effects (side-effect.txt kept in autograded/)
@@ -198,7 +212,6 @@ def test_files_read_written_and_nbgrader_execution_in_one_assignment(tmp_path):
     check_same(ours, plain, rows)
 
 
-@pytest.mark.integration
 @pytest.mark.sandbox
 def test_a_notebook_left_out_and_an_empty_release_without_a_kernelspec(tmp_path):
     """test_grade_missing_notebook (p1 and p2 share their cells' names: the CSV says p1:foo, p2:foo)
@@ -302,3 +315,16 @@ def test_files_beside_a_handed_in_notebook_are_its_own_never_the_submissions_fol
     found = {s.student: s for s in collect.collect(tmp_path, A, ["p1"])}
     assert found["ana"].folder == tmp_path / "ana" / A
     assert found["ben"].folder is None
+
+
+@pytest.mark.unit
+def test_points_to_grade_by_hand_are_those_neither_scored_nor_marked():
+    def mark(auto, manual, points):
+        return SimpleNamespace(auto_score=auto, manual_score=manual, max_score=points)
+
+    # A blank written answer nbgrader scored 0, a task and a written answer waiting, one marked.
+    grades = [mark(0, None, 2), mark(None, None, 3), mark(None, None, 1), mark(None, 0.5, 4)]
+    submission = SimpleNamespace(notebooks=[SimpleNamespace(grades=grades[:2]), SimpleNamespace(grades=grades[2:])])
+    assert course.points_to_grade_by_hand(submission) == 4
+    grades[1].manual_score = grades[2].manual_score = 0
+    assert course.points_to_grade_by_hand(submission) == 0
