@@ -14,18 +14,37 @@ read-only and test cells come back as released (nbgrader restores their hidden
 tests from the gradebook), answers keep the student's source, cells the student
 added stay after the cell they followed, and a deleted answer comes back blank.
 Every change is reported, compared with the released exercise (not with the
-instructor's source, so untouched test cells with hidden tests are not flagged).
+instructor's source, so untouched test cells with hidden tests are not flagged). A Colab
+badge's link is compared without the place it opens the notebook from (GitHub owner,
+repository and branch): the course publishes its release elsewhere than its own copy
+(tools/release.py points every badge there), and a student working from that copy has edited
+nothing.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 
 import nbformat
+
+# A Colab link up to the notebook's file name: https://colab.research.google.com/github/OWNER/
+# REPO/blob/BRANCH/PATH/ (a branch may hold slashes, so the whole stretch is one).
+COLAB_LOCATION = re.compile(r"https://colab\.research\.google\.com/github/[^\s()\[\]<>\"']*/(?=[^\s()\[\]<>\"'/])")
 
 
 def _meta(cell) -> dict:
     return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def same_source(mine: str, released: str) -> bool:
+    """The released text, as far as the student can tell: outer whitespace and where a Colab
+    badge opens the notebook from do not count."""
+
+    def seen(text: str) -> str:
+        return COLAB_LOCATION.sub("https://colab.research.google.com/github/", text.strip())
+
+    return seen(mine) == seen(released)
 
 
 def restore(
@@ -84,7 +103,7 @@ def _match(rel: list, cells: list, notes: list[str]) -> dict[int, int]:
         if i in match:
             continue
         for j, candidate in enumerate(cells):
-            if j not in used and candidate.source.strip() == cell.source.strip() and candidate.source.strip():
+            if j not in used and candidate.source.strip() and same_source(candidate.source, cell.source):
                 match[i] = j
                 used.add(j)
                 break
@@ -155,17 +174,17 @@ def _restored(released_cell, mine, name: str, earlier_cells: dict, notes: list[s
         if restored.cell_type == "code":
             restored.outputs, restored.execution_count = [], None
         return restored
-    changed = mine.source.strip() != released_cell.source.strip() or (
+    changed = not same_source(mine.source, released_cell.source) or (
         "points" in _meta(mine) and _meta(mine).get("points") != meta.get("points")
     )
     as_released_before = any(
-        mine.source.strip() == old.source.strip() and _meta(mine).get("points") == _meta(old).get("points")
+        same_source(mine.source, old.source) and _meta(mine).get("points") == _meta(old).get("points")
         for old in earlier_cells.get(name, [])
     )
     if (meta.get("locked") or meta.get("grade")) and changed and as_released_before:
         corrected.append(name)
     elif meta.get("locked") or meta.get("grade"):
-        if mine.source.strip() != released_cell.source.strip():
+        if not same_source(mine.source, released_cell.source):
             notes.append(f"{name}: read-only cell was edited, restored")
         elif mine.cell_type != released_cell.cell_type:
             notes.append(f"{name}: cell type changed to {mine.cell_type}, restored")

@@ -54,6 +54,20 @@ def cli_env(**extra) -> dict:
     return dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", **extra)
 
 
+def make_command(target: str, *variables: str) -> str:
+    """The command `make TARGET VARIABLES` runs for the target itself (its last recipe line, as
+    `make -n` prints it), with this interpreter's environment as make's VENV: a test runs it where
+    it likes without make's setup step."""
+    done = subprocess.run(
+        ["make", "-n", "--no-print-directory", target, f"VENV={BIN.parent}", *variables],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip().splitlines()[-1]
+
+
 def nbgrader(cwd, *args, env=None, check=True) -> subprocess.CompletedProcess:
     """Run `nbgrader ARGS` in `cwd` as an instructor or student would; `check`: it must succeed."""
     done = subprocess.run([str(BIN / "nbgrader"), *args], cwd=cwd, env=env or cli_env(), capture_output=True, text=True)

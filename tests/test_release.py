@@ -4,6 +4,7 @@ open the release's own copies where the instructor publishes it."""
 
 import json
 import re
+import subprocess
 import zipfile
 from pathlib import Path
 
@@ -148,3 +149,71 @@ def test_the_location_is_read_from_release_toml_and_checked(tmp_path):
     with pytest.raises(ValueError, match="OWNER/REPO@BRANCH"):
         release.Location.configured(settings)
     assert release.main([str(tmp_path / "out"), "--colab", "no-branch"]) == 2
+
+
+def test_a_cell_whose_badge_the_release_rewrites_keeps_a_checksum_of_its_new_text(released):
+    """nbgrader's own compute_checksum of every locked cell matches the checksum it carries: a
+    student's `nbgrader validate` finds no read-only cell changed (it named the badge before)."""
+    from nbgrader.utils import compute_checksum
+
+    rewritten = 0
+    for assignment in ASSIGNMENTS:
+        ours = nbformat.read(ROOT / "exercises" / assignment / f"{assignment}.ipynb", as_version=4)
+        theirs = nbformat.read(released / "exercises" / assignment / f"{assignment}.ipynb", as_version=4)
+        for mine, shipped in zip(ours.cells, theirs.cells, strict=True):
+            meta = shipped.metadata.get("nbgrader", {})
+            if "checksum" in meta:
+                assert compute_checksum(shipped) == meta["checksum"], (assignment, meta["grade_id"])
+                rewritten += mine.source != shipped.source
+    assert rewritten >= len(ASSIGNMENTS), "each exercise's locked badge cell is rewritten"
+
+
+@pytest.mark.parametrize(
+    ("origin", "chosen", "settings", "warned"),
+    [
+        (None, None, "", "release.toml sets no colab_repository, so the Colab badges open the upstream"),
+        (None, None, 'colab_repository = "me/fork"\n', None),
+        (None, "someone/else@main", "", None),
+        ("me/fork", None, "", "release.toml sets no colab_repository, so the Colab badges open the upstream"),
+        ("me/fork", None, 'colab_repository = "me/fork"\n', None),
+        ("me/fork", "me/fork@release", "", None),
+        ("Me/Fork", "me/fork@release", "", None),
+        ("me/fork", "someone/else@main", "", "as COLAB= (--colab) sets: another project's repository"),
+        ("me/fork", None, 'colab_repository = "someone/else"\n', "as release.toml sets: another project's"),
+        (release.REPOSITORY, None, "", None),
+    ],
+)
+def test_the_release_warns_loudly_when_the_badges_open_another_projects_copy(
+    tmp_path, monkeypatch, capsys, origin, chosen, settings, warned
+):
+    """Compared with this checkout's `git remote get-url origin`; without release.toml's setting
+    (file absent, or the key left commented as shipped) the badges open the upstream copy."""
+    toml = tmp_path / "release.toml"
+    if settings:
+        toml.write_text(settings)
+    monkeypatch.setattr(release, "SETTINGS", toml)
+    monkeypatch.setattr(release, "origin_repository", lambda: origin)
+    monkeypatch.setattr(release, "release", lambda out, location: [])  # the build is tested above
+    assert release.main([str(tmp_path / "out.zip")] + (["--colab", chosen] if chosen else [])) == 0
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    if warned is None:
+        assert "WARNING" not in err
+        return
+    assert warned in err
+    warning = next(i for i, line in enumerate(lines) if line.startswith("release: WARNING: "))
+    assert (
+        set(lines[warning - 1].removeprefix("release: ")) == {"!"} == set(lines[warning + 1].removeprefix("release: "))
+    )
+    if origin:
+        assert f"github.com/{origin} (git remote origin)" in err
+
+
+def test_the_origin_is_read_from_git_and_only_a_github_remote_names_a_repository(tmp_path):
+    for url in ("https://github.com/me/fork.git", "git@github.com:me/fork.git", "ssh://git@github.com/me/fork"):
+        assert release.github_repository(url + "\n") == "me/fork", url
+    assert release.github_repository("https://gitlab.com/me/fork.git") is None
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    assert release.origin_repository(tmp_path) is None
+    subprocess.run(["git", "-C", str(tmp_path), "remote", "add", "origin", "git@github.com:me/my.fork.git"], check=True)
+    assert release.origin_repository(tmp_path) == "me/my.fork"

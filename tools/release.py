@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+from nbgrader.utils import compute_checksum
 
 from tools.source import BRANCH, REPOSITORY, lesson_ids, lesson_settings, read_source
 
@@ -68,15 +69,65 @@ class Location:
         return cls(match.group(1), match.group(2))
 
     @classmethod
-    def configured(cls, settings: Path = SETTINGS) -> Location:
+    def configured(cls, settings: Path | None = None) -> Location:
         """release.toml's setting; without one, a `student-release` branch of the course's home."""
-        values = tomllib.loads(settings.read_text(encoding="utf-8")) if settings.exists() else {}
+        values = settings_values(settings)
         location = cls(values.get("colab_repository", REPOSITORY), values.get("colab_branch", "student-release"))
         cls.parse(f"{location.repository}@{location.branch}")  # the same rules as --colab
         return location
 
     def badge_prefix(self) -> str:
         return f"https://colab.research.google.com/github/{self.repository}/blob/{self.branch}/"
+
+
+def settings_values(settings: Path | None = None) -> dict:
+    """release.toml's keys (none when it is absent)."""
+    settings = settings or SETTINGS
+    return tomllib.loads(settings.read_text(encoding="utf-8")) if settings.exists() else {}
+
+
+# -- whose repository the badges open --------------------------------------------------------
+GITHUB_URL = re.compile(
+    r"(?:https?://(?:[^@/]+@)?github\.com/|(?:ssh://)?git@github\.com[:/])([\w.-]+/[\w.-]+?)(?:\.git)?/?"
+)
+
+
+def github_repository(url: str) -> str | None:
+    """OWNER/REPO of a GitHub remote URL (https or ssh); None for any other host."""
+    match = GITHUB_URL.fullmatch(url.strip())
+    return match.group(1) if match else None
+
+
+def origin_repository(root: Path = ROOT) -> str | None:
+    """OWNER/REPO of this checkout's `origin` remote on GitHub; None without one."""
+    run = subprocess.run(["git", "remote", "get-url", "origin"], cwd=root, capture_output=True, text=True)
+    return github_repository(run.stdout) if run.returncode == 0 else None
+
+
+def badge_warning(location: Location, chosen_by: str | None, origin: str | None) -> str | None:
+    """Why the badges would open another project's notebooks than this checkout's, or None.
+    `chosen_by`: where the location was set (COLAB=, release.toml; None: set nowhere, the default);
+    `origin`: this checkout's GitHub repository (None: no origin on GitHub to compare with)."""
+    where = f"github.com/{location.repository} (branch {location.branch})"
+    if chosen_by is None:
+        opens = f"release.toml sets no colab_repository, so the Colab badges open the upstream project's copy, {where}"
+    else:
+        opens = f"the Colab badges open {where}, as {chosen_by} sets"
+    fix = (
+        "Students who click them work in that copy, not yours. Set colab_repository and colab_branch in "
+        "release.toml (or pass COLAB=OWNER/REPO@BRANCH) to where you publish this release."
+    )
+    if origin is not None and origin.lower() != location.repository.lower():
+        return f"{opens}: another project's repository than this checkout's, github.com/{origin} (git remote origin). {fix}"
+    if origin is None and chosen_by is None:
+        return f"{opens}. {fix}"
+    return None
+
+
+def banner(message: str) -> str:
+    """A warning no one scrolls past: a ruled block on its own lines."""
+    rule = "release: " + "!" * 78
+    return f"{rule}\nrelease: WARNING: {message}\n{rule}"
 
 
 # -- what must never ship -------------------------------------------------------------------
@@ -145,11 +196,18 @@ def leaks(folder: Path, secrets: dict[str, str] | None = None) -> list[str]:
 
 # -- building -------------------------------------------------------------------------------
 def with_badges(path: Path, location: Location) -> None:
-    """Point every Colab badge of a copied notebook at the release's own copy of it."""
+    """Point every Colab badge of a copied notebook at the release's own copy of it. A cell that
+    changes keeps an nbgrader checksum of its new text (nbgrader's own compute_checksum): a
+    student's `nbgrader validate` then finds no read-only cell changed. The grader compares a
+    badge without its location (grader/restore.py), so either release grades without a note."""
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            cell.source = BADGE.sub(location.badge_prefix(), cell.source)
+            rewritten = BADGE.sub(location.badge_prefix(), cell.source)
+            if rewritten != cell.source:
+                cell.source = rewritten
+                if "checksum" in cell.metadata.get("nbgrader", {}):
+                    cell.metadata["nbgrader"]["checksum"] = compute_checksum(cell)
     nbformat.write(nb, path)
 
 
@@ -288,6 +346,12 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(f"  {line}" for line in found), file=sys.stderr)
         return 1
     print(f"release written to {args.out}; its Colab badges open github.com/{location.repository} ({location.branch})")
+    chosen_by = (
+        "COLAB= (--colab)" if args.colab else "release.toml" if "colab_repository" in settings_values() else None
+    )
+    warning = badge_warning(location, chosen_by, origin_repository())
+    if warning:
+        print(banner(warning), file=sys.stderr)
     if (location.repository, location.branch) == (REPOSITORY, BRANCH):
         print("release: note: that is this repository's own branch, which also holds the solutions", file=sys.stderr)
     return 0
