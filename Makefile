@@ -129,9 +129,10 @@ check-env: setup
 	@$(PY) -m tools.check_env
 
 # Grade a folder of downloads: make grade A=01_blocks SUBMISSIONS=path/to/folder [JOBS=4]
+# [ROSTER=gradebook.csv: Canvas's gradebook export, naming each student of a Canvas download]
 grade: setup
-	@test -n "$(A)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade A=ASSIGNMENT SUBMISSIONS=DIR [JOBS=N]"; exit 2; }
-	$(PY) -m grader grade $(A) --submissions "$(SUBMISSIONS)" $(if $(JOBS),--jobs $(JOBS),)
+	@test -n "$(A)" -a -n "$(SUBMISSIONS)" || { echo "usage: make grade A=ASSIGNMENT SUBMISSIONS=DIR-OR-ZIP [JOBS=N] [ROSTER=CANVAS-GRADEBOOK.csv]"; exit 2; }
+	$(PY) -m grader grade $(A) --submissions "$(SUBMISSIONS)" $(if $(JOBS),--jobs $(JOBS),) $(if $(ROSTER),--canvas-roster "$(ROSTER)",)
 
 feedback: setup
 	$(PY) -m grader feedback $(A)
@@ -157,7 +158,7 @@ backup: setup
 # make restore FROM=class.tar.gz [FORCE=1]: refuses to replace a gradebook unless FORCE=1.
 restore: setup
 	@test -n "$(FROM)" || { echo "usage: make restore FROM=FILE.tar.gz [HUB_STATE=DIR] [FORCE=1]"; exit 2; }
-	$(PY) -m grader.backup restore "$(FROM)" --root "$(CURDIR)" $(if $(HUB_STATE),--hub-state "$(HUB_STATE)",) $(if $(FORCE),--force,)
+	$(PY) -m grader.backup restore "$(FROM)" --root "$(CURDIR)" $(if $(HUB_STATE),--hub-state "$(HUB_STATE)",) $(if $(FORCE),--force,) --via-make
 
 # The environment and caches only: the gradebook, hand-ins, feedback and grades stay.
 clean:

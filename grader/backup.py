@@ -38,6 +38,12 @@ from pathlib import Path
 COURSE_PARTS = ("gradebook.db", "submitted", "autograded", "feedback", "grades", ".exchange", ".grader-state")
 HUB_PARTS = ("hub", "course", "exchange")
 MANIFEST = "backup.json"
+# Each option as the user types it: on python -m grader.backup's command line, or to make restore
+# (the Makefile passes --via-make), so that a refusal names what to type.
+SPELLED = {
+    "cli": {"force": "--force", "hub_state": "--hub-state", "db_url": "--db-url"},
+    "make": {"force": "FORCE=1", "hub_state": "HUB_STATE=DIR", "db_url": "HUB_DB_URL=URL"},
+}
 
 
 def parts(root: Path, hub_state: Path | None) -> list[tuple[str, Path]]:
@@ -90,19 +96,23 @@ def has_gradebook(root: Path, hub_state: Path | None) -> bool:
     return any(p.exists() for p in places)
 
 
-def restore(source: Path, root: Path, hub_state: Path | None, db_url: str = "", force: bool = False) -> dict:
-    """Put an archive's parts back; returns its manifest."""
+def restore(
+    source: Path, root: Path, hub_state: Path | None, db_url: str = "", force: bool = False, via: str = "cli"
+) -> dict:
+    """Put an archive's parts back; returns its manifest. `via`: how the user runs it ("cli" or
+    "make"), which names the options in a refusal."""
+    spelled = SPELLED[via]
     with tarfile.open(source, "r:gz") as archive:
         manifest = json.loads(archive.extractfile(MANIFEST).read())  # type: ignore[union-attr]
         if not force and has_gradebook(root, hub_state):
-            raise FileExistsError("a gradebook is already there; restore with --force to replace it")
+            raise FileExistsError(f"a gradebook is already there; restore with {spelled['force']} to replace it")
         targets = {"course": root, "hub-state": hub_state}
         for member in archive.getmembers():
             top, _, rest = member.name.partition("/")
             if top not in targets or not rest:
                 continue
             if targets[top] is None:
-                raise ValueError(f"the archive holds a hub's state ({member.name}): name --hub-state")
+                raise ValueError(f"the archive holds a hub's state ({member.name}): name {spelled['hub_state']}")
         for name in manifest["parts"]:
             top, _, rest = name.partition("/")
             target = targets[top] / rest  # type: ignore[operator]
@@ -121,7 +131,7 @@ def restore(source: Path, root: Path, hub_state: Path | None, db_url: str = "", 
             archive.extractall(folder, members=members, filter="fully_trusted")
         if manifest.get("postgres"):
             if not postgres(db_url):
-                raise ValueError("the archive holds a PostgreSQL gradebook: name its --db-url")
+                raise ValueError(f"the archive holds a PostgreSQL gradebook: name it with {spelled['db_url']}")
             sql = archive.extractfile("postgres.sql").read()  # type: ignore[union-attr]
             done = subprocess.run(
                 ["psql", "--quiet", "--set", "ON_ERROR_STOP=1", libpq_url(db_url)], input=sql, capture_output=True
@@ -139,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hub-state", type=Path, help="make hub's state folder (default: ROOT/.hub if it exists)")
     parser.add_argument("--db-url", default=os.environ.get("HUB_DB_URL", ""), help="a PostgreSQL gradebook's URL")
     parser.add_argument("--force", action="store_true", help="restore over an existing gradebook")
+    parser.add_argument("--via-make", action="store_true", help=argparse.SUPPRESS)  # messages name make's FORCE=1
     args = parser.parse_args(argv)
     hub_state = args.hub_state or (args.root / ".hub" if (args.root / ".hub").exists() else None)
     try:
@@ -148,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             if args.archive.suffix != ".gz" or not args.archive.exists():
                 raise FileNotFoundError(f"{args.archive}: not a backup made by make backup")
-            manifest = restore(args.archive, args.root, hub_state or args.root / ".hub", args.db_url, args.force)
+            via = "make" if args.via_make else "cli"
+            manifest = restore(args.archive, args.root, hub_state or args.root / ".hub", args.db_url, args.force, via)
             print(f"restore: put back {', '.join(manifest['parts'])} from the backup of {manifest['made']}")
     except (OSError, ValueError, RuntimeError, tarfile.TarError) as error:
         print(f"{args.action}: {error}", file=sys.stderr)

@@ -154,6 +154,42 @@ def read_roster(path: Path) -> dict[str, dict[str, str]]:
         return roster
 
 
+def points_possible(path: Path) -> dict[str, float]:
+    """Column header -> the points Canvas's gradebook export gives that column in its "Points
+    Possible" row; {} for a file without that row (a roster of our own)."""
+    with open(path, newline="", encoding="utf-8-sig") as handle:
+        rows = list(csv.reader(handle))
+    if not rows:
+        return {}
+    header = [cell.strip() for cell in rows[0]]
+    for row in rows[1:]:
+        if row and row[0].strip() == "Points Possible":
+            found = {}
+            for name, value in zip(header, row):
+                try:
+                    found[name] = float(value)
+                except ValueError:  # the identity columns are blank there
+                    continue
+            return found
+    return {}
+
+
+def points_differences(rows: list[list[str]], canvas_points: dict[str, float]) -> list[str]:
+    """Each column of an import (`rows`: header, Points Possible, students) whose Points Possible
+    is not what Canvas's own export says the column is worth."""
+    differences = []
+    for header, value in zip(rows[0], rows[1]):
+        if header in canvas_points and value and float(value) != canvas_points[header]:
+            differences.append(
+                f"column '{header}': this export's Points Possible is {float(value):g}, Canvas's gradebook export "
+                f"(the roster) says the column is worth {canvas_points[header]:g}. Canvas keeps its own points: "
+                f"a student with all {float(value):g} points here shows {float(value):g}/{canvas_points[header]:g} "
+                "there. Set the column's points in Canvas, or (with --allow-partial) grade the written answers "
+                "and export again."
+            )
+    return differences
+
+
 def students(uploads: list[Upload], roster: dict[str, dict[str, str]], assignment: str = "") -> list[Student]:
     """One Student per Canvas user: the latest upload graded (a notebook before any other file; in one
     hand-in of several files, the one named after the assignment, its latest -N re-upload)."""

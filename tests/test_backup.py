@@ -10,6 +10,7 @@ import shutil
 import stat
 import subprocess
 
+import grader_cases
 import nbformat
 import pytest
 from nbgrader.api import Gradebook
@@ -133,3 +134,23 @@ def test_a_postgresql_gradebook_is_dumped_and_restored(own_database, tmp_path):
     assert backup.main(["restore", str(archive), "--root", str(root), "--db-url", postgres_url]) == 0
     with Gradebook(postgres_url) as gradebook:
         assert [s.student.id for s in gradebook.find_assignment(A).submissions] == ["carol"]
+
+
+def test_a_refused_restore_names_the_flag_as_the_user_types_it(tmp_path, capsys):
+    """`make restore FROM=...` is told FORCE=1 (make passes --via-make), `python -m grader.backup
+    restore` is told --force; with FORCE=1 make restores."""
+    kept, live = tmp_path / "kept", tmp_path / "live"
+    for root in (kept, live):
+        root.mkdir()
+        (root / "gradebook.db").write_text(root.name)
+    archive = tmp_path / "class.tar.gz"
+    backup.create(archive, kept, None)
+    command = grader_cases.make_command("restore", f"FROM={archive}", f"CURDIR={live}")
+    done = subprocess.run(command, shell=True, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 1 and "restore with FORCE=1 to replace it" in done.stderr, done.stderr
+    assert "--force" not in done.stderr and (live / "gradebook.db").read_text() == "live"
+    assert backup.main(["restore", str(archive), "--root", str(live)]) == 1
+    assert "restore with --force to replace it" in capsys.readouterr().err
+    forced = grader_cases.make_command("restore", f"FROM={archive}", f"CURDIR={live}", "FORCE=1")
+    done = subprocess.run(forced, shell=True, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0 and (live / "gradebook.db").read_text() == "kept", done.stderr

@@ -10,8 +10,10 @@ feeds every test; a test that changes the course works on a copy."""
 import csv
 import json
 import shutil
+import subprocess
 import zipfile
 
+import grader_cases
 import nbformat
 import pytest
 import submissions
@@ -273,3 +275,44 @@ def test_a_grade_without_its_autograded_notebook_is_not_exported(graded, tmp_pat
     assert code == 1 and rows is None and f"{A}: {BEN}: no autograded notebook" in capsys.readouterr().err
     code, rows = _export(root, A, "--allow-partial")
     assert code == 0 and _by_canvas_id(rows)[BEN][5] == "" and float(_by_canvas_id(rows)[ANA][5]) > 0
+
+
+def test_a_warning_when_points_possible_differs_from_the_rosters_canvas_column(graded, tmp_path, capsys):
+    """Canvas's gradebook export (the roster) says what its column is worth: an export out of fewer
+    points (--allow-partial leaves the written answers out) says so, a full one does not."""
+    column = "Lesson 1 (12345)"
+    roster = tmp_path / "gradebook.csv"
+    full = submissions.max_score(A)
+    roster.write_text(ROSTER.replace("Points Possible,,,,,12", f"Points Possible,,,,,{full:g}"))
+    assert canvas.points_possible(roster) == {column: full}
+    mapped = ["--column", f"{A}={column}", "--roster", str(roster)]
+    code, rows = _export(graded["root"], A, "--allow-partial", *mapped)
+    err = capsys.readouterr().err
+    assert code == 0 and float(rows[1][5]) == AUTO
+    assert f"warning: column '{column}': this export's Points Possible is {AUTO:g}" in err
+    assert f"says the column is worth {full:g}" in err
+    root = _copy(graded, tmp_path)
+    _grade_written(root)
+    code, rows = _export(root, A, *mapped)
+    assert code == 0 and float(rows[1][5]) == full and "warning:" not in capsys.readouterr().err
+    code, _ = _export(root, A, "--roster", str(roster))  # another column than the roster's: nothing to compare
+    assert code == 0 and "warning:" not in capsys.readouterr().err
+
+
+@pytest.mark.sandbox
+def test_make_grade_passes_the_roster_as_the_canvas_roster(graded, tmp_path):
+    """`make grade A=... SUBMISSIONS=submissions.zip ROSTER=gradebook.csv`: the roster names each
+    Canvas user (ana by her SIS login; without the roster she would be her Canvas id)."""
+    root = tmp_path / "course"
+    course.temporary_course(root, [A])
+    command = grader_cases.make_command(
+        "grade", f"A={A}", f"SUBMISSIONS={graded['zip']}", f"ROSTER={graded['roster']}", "JOBS=1"
+    )
+    assert f'--canvas-roster "{graded["roster"]}"' in command, command
+    done = subprocess.run(command, shell=True, cwd=root, env=grader_cases.cli_env(), capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {row["student_id"]: row for row in export.read_csv(root / "grades" / f"{A}.csv")}
+    assert set(rows) == {"alima", BEN}
+    assert float(rows["alima"]["score"]) == AUTO and float(rows[BEN]["score"]) == AUTO - sum(
+        POINTS[t] for t in WRONG.fails
+    )
