@@ -40,6 +40,140 @@ from torch.nn import functional as F
 _ = torch.manual_seed(0)  # the same random examples on every run
 
 # %% [markdown]
+# ## Set-up for the tests (run it; no need to read it)
+#
+# The next cell defines `_simulated_gpu()`, which lets the tests load a
+# checkpoint onto a GPU that the CPU plays, with a real GPU's rules, on any
+# machine. In JupyterLab its code is folded: run it, and click its left edge to
+# unfold it.
+
+# %% jupyter={"source_hidden": true}
+# Test machinery, not part of any answer. Inside `with _simulated_gpu() as gpu:` the CPU plays a
+# CUDA GPU, `gpu` (cuda:0): tensors made on it or moved to it report that device and compute with
+# real values on the CPU, and it refuses what a real GPU refuses: an operation mixing it with a CPU
+# tensor of one or more dimensions (a 0-d CPU tensor counts as a number, as on CUDA), a CPU
+# generator for values drawn on it, `.numpy()` of it, and a GPU tensor as torch's (CPU) random
+# state. `torch.load(..., map_location="cuda")` puts what it loads on it. Outside it nothing changes.
+from contextlib import contextmanager
+
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_flatten, tree_map
+
+_GPU = torch.device("cuda", 0)
+
+
+class _OnGPU(torch.Tensor):
+    """A tensor of the simulated GPU: its values live on the CPU, it says it lives on cuda:0."""
+
+    @property
+    def device(self):
+        return _GPU
+
+    @property
+    def is_cuda(self):
+        return True
+
+    @property
+    def is_cpu(self):
+        return False
+
+
+def _where(value):
+    """The device a `device=` argument or a `.to()` argument names: cuda, cpu or None."""
+    if isinstance(value, torch.Tensor):
+        return value.device.type
+    if isinstance(value, int) and not isinstance(value, bool):
+        return "cuda"  # a bare index names a CUDA device
+    if isinstance(value, (str, torch.device)):
+        return torch.device(value).type
+    return None
+
+
+# What a real GPU lets mix devices: copies between devices, indexing with CPU indices, reading values.
+_ANY_DEVICE = {"to", "cuda", "cpu", "copy_", "__getitem__", "__setitem__", "__get__", "__set__", "__repr__",
+               "__format__", "__str__", "item", "tolist", "__bool__", "__float__", "__int__", "__index__",
+               "size", "dim", "numel", "__len__", "__iter__", "requires_grad_", "detach", "detach_",
+               "_has_compatible_shallow_copy_type", "module_load"}
+
+
+class _SimulatedGPU(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        name = getattr(func, "__name__", "")
+        tensors = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
+        on_gpu = any(isinstance(t, _OnGPU) for t in tensors)
+        target = _where(kwargs.get("device"))
+        if name in {"to", "cuda"}:
+            for value in [*args[1:], *kwargs.values()]:
+                target = _where(value) or target
+            target = "cuda" if name == "cuda" else target
+        if on_gpu and name in {"numpy", "__array__"}:
+            raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
+                            "tensor to host memory first.")
+        generator = kwargs.get("generator")
+        drawn_on_gpu = target == "cuda" or (on_gpu and target is None)
+        if generator is not None and drawn_on_gpu and generator.device.type != "cuda":
+            raise RuntimeError("Expected a 'cuda' device type for generator but found 'cpu'")
+        if on_gpu and name not in _ANY_DEVICE and any(not isinstance(t, _OnGPU) and t.dim() > 0 for t in tensors):
+            raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
+                               "cuda:0 and cpu!")
+        if target == "cuda":  # computed on the CPU, handed back as the GPU's
+            if name == "cuda":
+                func, args, kwargs = torch.Tensor.to, (args[0], "cpu"), {}
+            elif name == "to":
+                args = tuple("cpu" if _where(a) == "cuda" and not isinstance(a, torch.Tensor) else a for a in args)
+                kwargs = {k: "cpu" if k == "device" else v for k, v in kwargs.items()}
+            else:
+                kwargs["device"] = "cpu"
+            return tree_map(lambda r: r.as_subclass(_OnGPU) if type(r) is torch.Tensor else r, func(*args, **kwargs))
+        result = func(*args, **kwargs)
+        if name.endswith("_") and not name.endswith("__") and args and isinstance(args[0], torch.Tensor):
+            return args[0]  # in place: the tensor itself, on its own device (a GPU value copied into a CPU one)
+        if name == "module_load" and not isinstance(args[0], _OnGPU):  # load_state_dict copies into a CPU model
+            return result.as_subclass(torch.Tensor)
+        if target == "cpu" or name == "cpu":  # moved off the GPU: a plain CPU tensor again
+            return tree_map(lambda r: r.as_subclass(torch.Tensor) if isinstance(r, _OnGPU) else r, result)
+        return result
+
+
+def _on_gpu_all(value):
+    """Every tensor in a loaded object (dicts, lists and tuples of them) put on the simulated GPU."""
+    if isinstance(value, torch.Tensor):
+        return value.as_subclass(_OnGPU)
+    if isinstance(value, dict):
+        return type(value)((key, _on_gpu_all(item)) for key, item in value.items())
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(_on_gpu_all(item) for item in value)
+    return value
+
+
+@contextmanager
+def _simulated_gpu():
+    real_load, real_set_rng_state = torch.load, torch.set_rng_state
+
+    def load(f, map_location=None, *args, **kwargs):
+        if _where(map_location) != "cuda":
+            return real_load(f, map_location, *args, **kwargs)
+        return _on_gpu_all(real_load(f, "cpu", *args, **kwargs))
+
+    def set_rng_state(new_state):
+        if isinstance(new_state, _OnGPU):
+            raise TypeError("RNG state must be a torch.ByteTensor")
+        return real_set_rng_state(new_state)
+
+    swap = torch.__future__.get_swap_module_params_on_conversion()
+    torch.__future__.set_swap_module_params_on_conversion(True)  # module.to(gpu) keeps what .to() gives
+    torch.load = torch.serialization.load = load
+    torch.set_rng_state = torch.random.set_rng_state = set_rng_state
+    try:
+        with _SimulatedGPU():
+            yield _GPU
+    finally:
+        torch.load = torch.serialization.load = real_load
+        torch.set_rng_state = torch.random.set_rng_state = real_set_rng_state
+        torch.__future__.set_swap_module_params_on_conversion(swap)
+
+# %% [markdown]
 # ## 1. Checkpoints that resume exactly
 #
 # Write two functions:
@@ -56,7 +190,10 @@ _ = torch.manual_seed(0)  # the same random examples on every run
 # `torch.optim.lr_scheduler.StepLR`, stepped after every optimizer step. `path`
 # may be a string or a `pathlib.Path`. `map_location` may put the loaded
 # tensors on another device (a GPU); keep in mind what that does to a saved RNG
-# state.
+# state. The file holds the whole state: a new process, with nothing but the
+# file, must be able to resume from it (the tests read it back themselves).
+# Call `torch.load` through `torch` (the tests simulate a GPU by replacing it
+# for a moment; a name imported on its own keeps the real function).
 #
 # The contract: a run that saves a checkpoint, "crashes", and resumes in a fresh
 # model, optimizer and scheduler from that file must end with **exactly** the
@@ -191,6 +328,38 @@ def _check_resume(make_optimizer, epoch, make_scheduler=None, path_type=str, map
         "moments) and the scheduler's state_dict saved and loaded?"
 
 
+def _tensors_in(value):
+    """Every tensor of a loaded checkpoint: in dicts, lists and tuples, and the state_dicts of saved objects."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if callable(getattr(value, "state_dict", None)):
+        value = value.state_dict()
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [tensor for item in value for tensor in _tensors_in(item)]
+    return []
+
+
+def _check_file_holds_the_state():
+    """The file save_checkpoint writes, read back by the test: it holds every parameter and momentum buffer."""
+    torch.manual_seed(30)
+    random.seed(30)
+    model = _make_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    _train(model, optimizer, None, 2)
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "checkpoint.pt")
+        _call(save_checkpoint, path, model, optimizer, 3)
+        saved = _tensors_in(torch.load(path, weights_only=False))  # the student's own file, read without load_checkpoint
+    wanted = [*model.parameters(), *(state["momentum_buffer"] for state in optimizer.state.values())]
+    missing = sum(not any(t.shape == w.shape and torch.equal(t, w) for t in saved) for w in wanted)
+    assert not missing, \
+        f"{missing} of the {len(wanted)} parameters and momentum buffers are not in the file save_checkpoint wrote " \
+        "(read back with torch.load): a new process has only the file, so put the whole state into it, not into " \
+        "a variable kept in the notebook."
+
+
 _calls = []
 
 
@@ -202,6 +371,7 @@ def _counting_location(storage, location):
 
 # Without a scheduler, as in the contract's four-argument call, and map_location left at its default.
 _check_resume(lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.9), epoch=7)
+_check_file_holds_the_state()
 ### BEGIN HIDDEN TESTS
 _check_resume(lambda params: torch.optim.AdamW(params, lr=0.02, weight_decay=0.1), epoch=0, path_type=Path)
 _check_resume(lambda params: torch.optim.Adam(params, lr=0.01), epoch=17)
@@ -243,6 +413,16 @@ _calls.clear()
 _check_resume(lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.5), epoch=5,
               map_location=_counting_location)
 assert _calls, "load_checkpoint should pass its map_location argument on to torch.load."
+# A map_location that really moves tensors: onto a GPU, which the CPU plays with a real GPU's rules.
+for _location in ("cuda", torch.device("cuda", 0)):
+    with _simulated_gpu():
+        try:
+            _check_resume(lambda params: torch.optim.Adam(params, lr=0.01), epoch=9, map_location=_location)
+        except (RuntimeError, TypeError) as _error:
+            raise AssertionError(
+                f"load_checkpoint(..., map_location={_location!r}) failed on a (simulated) GPU: {_error}. map_location "
+                "moves every tensor of the file there, the saved RNG states too, and torch.set_rng_state takes a "
+                "CPU tensor only: move a loaded RNG state back with .cpu().") from _error
 ### END HIDDEN TESTS
 
 # %% tests grade_id="test_checkpoint_gpu" points=1

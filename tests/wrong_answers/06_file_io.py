@@ -440,3 +440,47 @@ def atomic_save(obj, path):
             os.remove(tmp)
         raise
     os.fsync(os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY))
+
+# %% wrong id=checkpoint fails=test_checkpoint_map_location seen_on=device -- restores torch's RNG state as map_location left it, which torch.set_rng_state refuses on a GPU
+def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
+                "rng": torch.get_rng_state(), "python_rng": random.getstate(),
+                "cuda_rng": torch.cuda.get_rng_state_all(),
+                "scheduler": scheduler.state_dict() if scheduler else None}, path)
+
+
+def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
+    state = torch.load(path, map_location=map_location)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    if scheduler:
+        scheduler.load_state_dict(state["scheduler"])
+    torch.set_rng_state(state["rng"])
+    torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda_rng"]])
+    random.setstate(state["python_rng"])
+    return state["epoch"]
+
+# %% wrong id=checkpoint fails=test_checkpoint -- writes only the epoch and the RNG state to the file and keeps the rest in a dict of the notebook, which a new process does not have
+import copy
+
+_kept_states = {}
+
+
+def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
+    _kept_states[str(path)] = copy.deepcopy({
+        "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict() if scheduler else None,
+        "cuda_rng": torch.cuda.get_rng_state_all(), "python_rng": random.getstate()})
+    torch.save({"epoch": epoch, "rng": torch.get_rng_state()}, path)
+
+
+def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
+    state = dict(torch.load(path, map_location=map_location), **_kept_states[str(path)])
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    if scheduler:
+        scheduler.load_state_dict(state["scheduler"])
+    torch.set_rng_state(state["rng"].cpu())
+    torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda_rng"]])
+    random.setstate(state["python_rng"])
+    return state["epoch"]
