@@ -161,12 +161,15 @@ class _HostReads(TorchFunctionMode):
     def __init__(self):
         super().__init__()
         self.count = 0
+        self.device_ops = set()  # the names of the functions that ran on the device's values
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         inputs = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
         on_device = [t for t in inputs if _on_device(t)]
+        if on_device:
+            self.device_ops.add(name)
         targets = [a for a in tree_flatten((args[1:], kwargs))[0] if isinstance(a, (str, torch.device))]
         target = torch.device(targets[0]) if name == "to" and targets else kwargs.get("device")
         to_device = target is not None and torch.device(target) == _SIMULATED_DEVICE
@@ -200,6 +203,13 @@ def _host_reads(fn):
     with _HostReads() as reads:
         fn(_SIMULATED_DEVICE)
     return reads.count
+
+
+def _device_ops(fn):
+    """The names of the torch functions that fn(device) ran on values of a simulated device."""
+    with _HostReads() as reads:
+        fn(_SIMULATED_DEVICE)
+    return reads.device_ops
 
 # %% [markdown]
 # ## 1. One device with a fallback
@@ -650,6 +660,14 @@ assert _every >= 6, \
     "times. Does the function ignore on_device? Call .item() on every norm inside the loop when on_device is False."
 _default = _host_reads(lambda device: log_norms(6, 8, device))
 assert _default == 1, f"on_device=True is the default, so log_norms(6, 8, device) should move the norms once; they crossed {_default} times."
+# The work itself happens on the device: a product computed on the CPU and moved there afterwards is no device work.
+_MATRIX_PRODUCTS = {"__matmul__", "__rmatmul__", "matmul", "mm", "bmm", "einsum", "multi_dot", "tensordot", "addmm",
+                    "chain_matmul"}
+for _mode in (True, False):
+    _ops = _device_ops(lambda device: log_norms(3, 8, device, on_device=_mode))
+    assert _ops & _MATRIX_PRODUCTS, \
+        f"With on_device={_mode} no matrix product ran on the device: move A and B to the device first, then " \
+        "multiply them there (A @ B) and take the norm there; moving only the finished norm does no device work."
 assert log_norms(3, 64, _cpu) == _kept[:3], \
     "The first norms should not depend on n: seed once at the start and draw the matrices step by step."
 _simulated_values = []

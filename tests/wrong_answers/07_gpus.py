@@ -526,3 +526,16 @@ def log_norms(n, size, device, on_device=True):
         norm = torch.linalg.matrix_norm(A @ B)
         norms.append(norm if on_device else norm.item())
     return torch.stack(norms).cpu().tolist() if on_device else norms
+
+# %% wrong id=log_norms -- multiplies and takes the norm on the CPU and moves only the norm to the device: no device work at all
+def log_norms(n, size, device, on_device=True):
+    generator = torch.Generator().manual_seed(0)
+    norms = []
+    for _ in range(n):
+        A = torch.randn(size, size, generator=generator)
+        B = torch.randn(size, size, generator=generator)
+        norm = torch.linalg.matrix_norm(A @ B).to(device)
+        norms.append(norm if on_device else norm.item())
+    if on_device:
+        return torch.stack(norms).cpu().tolist()
+    return norms
