@@ -34,6 +34,7 @@ import _functools
 import _socket
 import _thread
 import builtins
+import linecache
 import os
 import sys
 import time
@@ -134,7 +135,7 @@ def _install(runner_code: CodeType) -> None:
         plain=plain,
         capped_text=capped_text,
         timeout_error=TestTimeout,
-        failure=make_failure(is_protected),
+        failure=make_failure(is_protected, is_library, linecache.cache),  # IPython keeps cells' lines there
     )
     sealers = make_seal_test(seal, SEAL_NAMES, staticmethod, classmethod)  # a test's functions (trusted.seal_functions)
     namespace = make_namespace(shell.user_ns, builtins_copy, all_modules, modules, sealers)

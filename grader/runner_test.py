@@ -78,12 +78,37 @@ def make_namespace(
     return namespace
 
 
-def make_failure(is_protected: Callable[[Any], bool]) -> Callable[[BaseException, Any], dict]:
+def make_failure(
+    is_protected: Callable[[Any], bool], is_library: Callable[[str], bool] | None = None, lines: dict | None = None
+) -> Callable[[BaseException, Any], dict]:
     """`failure(error, code)`: what a reply says of a test that raised `error`: its type's name,
     its message when that is one string, whether the test itself raised it (not student code it
-    called), and the line of the test's own `code` it stopped at."""
-    _type, _len, _str = type, len, str
+    called), and the line of the test's own `code` it stopped at. When student code raised it,
+    `where`: the innermost line of the student's own (not the runner's, a test's or a library's
+    code) as (line number, its text or ""), the text read from `lines` (linecache's cache, kept at
+    start, where IPython keeps each cell's lines) by exact types only: nothing of the student's is
+    called here."""
+    _type, _len, _str, _tuple, _list, _int, _dict = type, len, str, tuple, list, int, dict
     name_of = _type.__dict__["__name__"].__get__
+    get = _dict.get
+
+    def text_of(filename: str, number: int) -> str:
+        entry = get(lines, filename) if _type(lines) is _dict else None
+        if _type(entry) is not _tuple or _len(entry) != 4 or _type(entry[2]) is not _list:
+            return ""
+        found = entry[2][number - 1] if 0 < number <= _len(entry[2]) else ""
+        return found.strip()[:200] if _type(found) is _str else ""
+
+    def students_line(traceback: Any) -> tuple[int, str] | None:
+        found = None
+        while traceback is not None:
+            code = traceback.tb_frame.f_code
+            filename = code.co_filename
+            if _type(filename) is _str and not is_protected(code) and not (is_library and is_library(filename)):
+                number = traceback.tb_lineno
+                found = (number, text_of(filename, number)) if _type(number) is _int else None
+            traceback = traceback.tb_next
+        return found
 
     def failure(error: BaseException, code: Any) -> dict:
         reply: dict = {"ename": name_of(_type(error))}
@@ -95,6 +120,8 @@ def make_failure(is_protected: Callable[[Any], bool]) -> Callable[[BaseException
         reply["by_test"] = traceback is not None and is_protected(traceback.tb_frame.f_code)
         tb = error.__traceback__.tb_next if error.__traceback__ is not None else None
         reply["line"] = tb and tb.tb_frame.f_code is code and tb.tb_lineno
+        if not reply["by_test"]:
+            reply["where"] = students_line(error.__traceback__)
         return reply
 
     return failure

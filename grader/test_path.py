@@ -29,6 +29,7 @@ class TrustedTestPath:
     _imports: dict = {}
     _death: str | None = None
     _timed_out: set = set()  # cells that ran past their limit
+    _words_of: tuple | None = None  # (notebook, its trusted.hidden_words)
     # Supplied by GuardedExecute's other parts (and nbclient's NotebookClient).
     _flags: list
     _problems: list
@@ -118,11 +119,42 @@ class TrustedTestPath:
         # An error raised in the visible part (its line comes before the hidden tests) is the student's
         # to see, with what that part printed: nothing of the hidden part ran.
         shown = hidden and not reply.get("passed") and 0 < (reply.get("line") or 0) < trusted.hidden_start(source)
-        cell.outputs = trusted.test_outputs(reply, hidden and not shown, trusted.hidden_lines(cell.source))
+        hidden = hidden and not shown
+        secret_words = self._secret_words() if hidden else frozenset()
+        where = self._students_line(cell_index, reply.get("where")) if hidden else ""
+        cell.outputs = trusted.test_outputs(reply, hidden, trusted.hidden_lines(cell.source), secret_words, where)
         self.code_cells_executed += 1
         return cell
 
     execute_cell = run_sync(async_execute_cell)
+
+    def _secret_words(self) -> frozenset[str]:
+        """trusted.hidden_words of this notebook (its hidden tests are the release's), once a notebook."""
+        if self._words_of is None or self._words_of[0] is not self.nb:
+            self._words_of = (self.nb, trusted.hidden_words([cell.source for cell in self.nb.cells]))
+        return self._words_of[1]
+
+    def _students_line(self, index, where) -> str:
+        """The student's line an error came from (the runner's `where`: its number and text), named
+        as the student knows it ("<answer cell id>, line 3: `layer.reset_parameters()`"), the cell found
+        among the student's cells before the test by that line's text."""
+        if not (isinstance(where, tuple) and len(where) == 2 and isinstance(where[0], int)):
+            return ""
+        number, text = where[0], str(where[1] or "")
+        shown = f"line {number}" + (f": `{text}`" if text else "")
+        if not text:
+            return shown + " of your code"
+        candidates = [
+            (i, cell)
+            for i, cell in enumerate(self.nb.cells[:index])
+            if cell.cell_type == "code" and not trusted.is_trusted_cell(cell) and not trusted.is_test_cell(cell)
+        ]
+        for exact in (True, False):
+            for i, cell in reversed(candidates):
+                lines = [line.strip() for line in cell.source.splitlines()]
+                if (exact and lines[number - 1 : number] == [text]) or (not exact and text in lines):
+                    return f"{self._name(i)}, line {lines.index(text) + 1 if not exact else number}" + f": `{text}`"
+        return shown + " of your code"
 
     def _note_error(self, cell, index) -> None:
         """An error in a cell of the student's own (an answer that raises after a correct def, say)

@@ -21,6 +21,7 @@ import ast
 import functools
 import hmac
 import os
+import re
 import secrets
 import select
 import socket
@@ -338,8 +339,51 @@ def scrub(text: str, secrets_: list[str]) -> str:
     return text
 
 
-def test_outputs(reply: dict, hidden: bool, secret_lines: list[str]) -> list[NotebookNode]:
-    """The outputs nbgrader scores for one test cell, from the runner's record."""
+# A word of a hidden test (a name, a number, a word of a string) that the notebook shows nowhere
+# else: a message of the student's code that holds one quotes the hidden test.
+WORD = re.compile(r"\w{3,}")
+
+
+def hidden_words(sources: list[str]) -> frozenset[str]:
+    """The words of the hidden tests in `sources` (a notebook's cells) that no other part of them has."""
+    hidden, shown = [], []
+    for source in sources:
+        inside = False
+        for line in source.splitlines():
+            if HIDDEN_BEGIN in line or HIDDEN_END in line:
+                inside = HIDDEN_BEGIN in line
+                continue
+            (hidden if inside else shown).append(line)
+    return frozenset(WORD.findall("\n".join(hidden))) - frozenset(WORD.findall("\n".join(shown)))
+
+
+def student_error(reply: dict, secret_lines: list[str], secret_words: frozenset[str], where: str) -> str:
+    """What a student reads of an exception their own code raised while a hidden test ran: its type,
+    where in their code (`where`, test_path's), and its message unless that quotes the hidden test
+    (a word of `secret_words`); every hidden line scrubbed as ever."""
+    text = f"your code raised {reply.get('ename') or 'an error'} while a hidden test of this item called it"
+    text += f", at {where}" if where else ""
+    message = scrub(reply.get("message") or "", secret_lines)
+    if message and secret_words.intersection(WORD.findall(message)):
+        return text + " (its message is not shown: it quotes the hidden test)"
+    return text + (f": {message[:500]}" if message else "")
+
+
+# Errors of the grader's own, not a test's: never labelled as a hidden test's.
+GRADERS = ("GraderFlag", "CheckedOutsideTheKernel")
+
+
+def test_outputs(
+    reply: dict,
+    hidden: bool,
+    secret_lines: list[str],
+    secret_words: frozenset[str] = frozenset(),
+    where: str = "",
+) -> list[NotebookNode]:
+    """The outputs nbgrader scores for one test cell, from the runner's record. `hidden`: the cell
+    has hidden tests and its visible part passed; then a failure is labelled as the hidden test's
+    (`Hidden test: ...`, the course's message), or, raised by the student's code, shown as
+    `student_error` says (`secret_words`: hidden_words; `where`: the student's line)."""
     outputs = []
     # A test cell with hidden tests shows no prints (tests/test_cheats.py), only the visible part's warnings.
     stdout = "" if hidden else reply.get("stdout", "")
@@ -362,7 +406,9 @@ def test_outputs(reply: dict, hidden: bool, secret_lines: list[str]) -> list[Not
             "hook points while it ran (see the grader's notes)",
         )
     elif hidden and not reply.get("by_test"):
-        message = f"your code raised {ename} while a hidden test of this item called it"
+        message = student_error(reply, secret_lines, secret_words, where)
+    elif hidden and ename not in GRADERS:
+        message = "Hidden test: " + (scrub(reply.get("message", ""), secret_lines) or f"{ename}, no message")
     else:
         message = scrub(reply.get("message", ""), secret_lines) if hidden else reply.get("message", "")
     outputs.append(NotebookNode(output_type="error", ename=ename, evalue=message, traceback=[f"{ename}: {message}"]))

@@ -431,6 +431,22 @@ def honest(name: str):
     return with_code(answered(A), FIRST_ANSWER, HONEST[name])
 
 
+# -- what the feedback says of a hidden test's failure (issue 46): graded with the corpus, lesson 1 --
+# An answer that raises while a hidden test calls it (a factory's layer without reset_parameters),
+# and one that fails a hidden assert (factory() called once too often).
+MESSAGES = {
+    "raises_in_a_hidden_test": "def make_stack(factory, n):\n    layers = []\n    for _ in range(n):\n"
+    "        layer = factory()\n        layer.reset_parameters()  # fresh weights\n        layers.append(layer)\n"
+    "    return nn.Sequential(*layers)\n",
+    "fails_a_hidden_assert": "def make_stack(factory, n):\n    layers = [factory() for _ in range(n)]\n"
+    "    factory()\n    return nn.Sequential(*layers)\n",
+}
+
+
+def message_notebook(name: str):
+    return answered(A, {"make_stack": MESSAGES[name]})
+
+
 # -- names the tests look up, bound by the notebook (issue 46): every lesson ----------------------
 # A blank exercise that binds liars under builtin names: before, the functions lesson 6's test
 # defines to simulate two GPUs found them among the notebook's names and passed (1 point, no flag).

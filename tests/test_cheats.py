@@ -50,6 +50,8 @@ def graded(tmp_path_factory):
     for name in cheats.HONEST:
         nbformat.write(cheats.honest(name), folder / f"honest_{name}.ipynb")
     nbformat.write(cheats.answered(A), folder / "honest_plain.ipynb")
+    for name in cheats.MESSAGES:
+        nbformat.write(cheats.message_notebook(name), folder / f"{name}.ipynb")
     root = tmp / "course"
     course.temporary_course(root, [A])
     rows = grade.run(grade.Options(A, folder, jobs=2, root=root, cell_timeout=30, notebook_timeout=120))
@@ -74,7 +76,7 @@ def test_a_cheat_earns_only_what_its_answers_earn_and_is_flagged(graded, cheat):
         assert row.score <= full_score(A)
 
 
-@pytest.mark.parametrize("student", [c.name for c in cheats.CHEATS] + ["history_leak"])
+@pytest.mark.parametrize("student", [c.name for c in cheats.CHEATS] + ["history_leak", *cheats.MESSAGES])
 def test_no_feedback_quotes_a_hidden_test(graded, student):
     secret = hidden_test_lines()
     assert secret, "the release has hidden tests to protect"
@@ -98,6 +100,24 @@ def test_hidden_test_cells_show_no_student_output(graded):
 def test_honest_notebooks_keep_full_marks_and_no_flag(graded, name):
     row = graded["rows"][f"honest_{name}"]
     assert (row.score, row.status, row.flags) == (full_score(A), "graded", ""), row.detail
+
+
+def test_a_students_error_in_a_hidden_test_names_its_type_message_and_line(graded):
+    """Issue 46: before, only "your code raised AttributeError while a hidden test of this item
+    called it". The message here names `ReLU`, which only the hidden test uses: withheld."""
+    page = " ".join(graded["feedback"]["raises_in_a_hidden_test"].split())
+    assert (
+        "your code raised AttributeError while a hidden test of this item called it, at make_stack, line 5: "
+        "`layer.reset_parameters() # fresh weights`" in page
+    ), page[page.find("your code raised") :][:400]
+    assert graded["rows"]["raises_in_a_hidden_test"].items["test_make_stack"] == 0
+
+
+def test_a_hidden_tests_message_says_it_is_hidden(graded):
+    page = graded["feedback"]["fails_a_hidden_assert"]
+    assert "Hidden test: factory() should be called exactly n times; it was called 4 times." in page
+    row = graded["rows"]["fails_a_hidden_assert"]
+    assert (row.items["test_make_stack"], row.status, row.flags) == (0, "graded", "")
 
 
 def test_a_warning_while_a_test_runs_is_shown_never_scored(graded):

@@ -187,3 +187,58 @@ def test_a_hidden_line_is_scrubbed_in_every_form_a_program_prints_text(printed):
     output = NotebookNode(output_type="stream", name="stdout", text=text)
     feedback._scrub_output(output, feedback.quoted_forms([line]))
     assert "count(nn.ReLU())" not in output.text and "[hidden test]" in output.text, output.text
+
+
+# -- what a failed test cell with hidden tests says (trusted.test_outputs) --------------------------
+HIDDEN_CELL = """assert make_stack(nn.Linear, 1) is not None
+### BEGIN HIDDEN TESTS
+_stack = make_stack(_secret_factory, 3)
+assert len(_counted_secretly) == 3, "factory() should be called exactly n times."
+### END HIDDEN TESTS
+"""
+ANSWER_CELL = "def make_stack(factory, n):\n    layer = factory()\n    layer.reset_parameters()\n"
+
+
+def evalue(reply: dict, where: str = "") -> str:
+    from grader import trusted
+
+    secret = trusted.hidden_lines(HIDDEN_CELL)
+    words = trusted.hidden_words([ANSWER_CELL, HIDDEN_CELL])
+    (output,) = trusted.test_outputs(dict(reply, passed=False), True, secret, words, where)
+    return output.evalue
+
+
+@pytest.mark.unit
+def test_a_students_error_in_a_hidden_test_shows_its_type_message_and_line():
+    """Issue 46: an answer that raises while a hidden test calls it is told its error's type, its
+    message when that quotes nothing of the hidden test only, and its own line; a message with a
+    word that only the hidden test has (`_secret_factory`) is withheld."""
+    from grader import trusted
+
+    assert trusted.hidden_words([ANSWER_CELL, HIDDEN_CELL]) >= {"_secret_factory", "_counted_secretly"}
+    assert "make_stack" not in trusted.hidden_words([ANSWER_CELL, HIDDEN_CELL])  # the visible part has it
+    where = "make_stack, line 3: `layer.reset_parameters()`"
+    reply = {"ename": "AttributeError", "message": "'Linear' object has no attribute 'reset_parameters'"}
+    assert evalue(reply, where) == (
+        "your code raised AttributeError while a hidden test of this item called it, at make_stack, line 3: "
+        "`layer.reset_parameters()`: 'Linear' object has no attribute 'reset_parameters'"
+    )
+    quoting = {"ename": "TypeError", "message": "_secret_factory() takes 0 positional arguments but 1 was given"}
+    assert evalue(quoting, where).endswith(
+        "`layer.reset_parameters()` (its message is not shown: it quotes the hidden test)"
+    )
+    leaking = {"ename": "ValueError", "message": "seen: _stack = make_stack(_secret_factory, 3)"}
+    assert evalue(leaking).endswith("called it: seen: [hidden test]")  # a whole hidden line: scrubbed, as ever
+    assert evalue({"ename": "KeyError"}) == "your code raised KeyError while a hidden test of this item called it"
+
+
+@pytest.mark.unit
+def test_a_hidden_tests_message_is_labelled_hidden_and_a_visible_ones_is_not():
+    from grader import trusted
+
+    reply = {"ename": "AssertionError", "message": "factory() should be called exactly n times.", "by_test": True}
+    assert evalue(reply) == "Hidden test: factory() should be called exactly n times."
+    (visible,) = trusted.test_outputs(dict(reply, passed=False), False, [])
+    assert visible.evalue == "factory() should be called exactly n times."
+    judged = {"ename": "CheckedOutsideTheKernel", "message": "checked outside your kernel: ...", "by_test": True}
+    assert evalue(judged) == "checked outside your kernel: ..."

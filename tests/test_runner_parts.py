@@ -480,6 +480,10 @@ class Stop(BaseException):
     """Stands for runner_test.TestTimeout, which the watchdog raises."""
 
 
+# linecache's cache as IPython fills it for a cell: this file's lines (the student's `explode`)
+LINES = {__file__: (0, None, open(__file__, encoding="utf-8").read().splitlines(True), __file__)}
+
+
 @pytest.fixture
 def run():
     flags: list[list[str]] = [[], []]
@@ -498,7 +502,7 @@ def run():
         plain=lambda value: ("plain", value),
         capped_text=make_capped_text(10, make_seal(_functools._lru_cache_wrapper)),
         timeout_error=Stop,
-        failure=runner_test.make_failure(known[2]),
+        failure=runner_test.make_failure(known[2], lambda filename: filename.startswith(sys.prefix), LINES),
     )
     user_ns = {"answer": lambda: 41, "explode": lambda: 1 / 0, "math": "rebound by the student", "Stop": Stop}
     user_ns.update(rebind=rebind, __grader_seal__=lambda function: function)  # a student's sealer counts for nothing
@@ -648,6 +652,14 @@ def test_a_failed_test_says_who_raised_and_where(run):
     assert reply["ename"] == "TypeError" and reply["by_test"] is True  # C code: the test's frame is the last
     reply = run("explode()", {}, timeout=5)
     assert reply["ename"] == "ZeroDivisionError" and reply["by_test"] is False
+    # the student's own line it came from, its text read from linecache's cache (never by calling anything)
+    number, text = reply["where"]
+    assert text == LINES[__file__][2][number - 1].strip() and "1 / 0" in text, reply["where"]
+    try:
+        (lambda: 1 / 0)()
+    except ZeroDivisionError as error:  # an entry not of IPython's form: the line's number only
+        odd = runner_test.make_failure(lambda code: False, None, {__file__: ("not", "a", "cell", "entry")})(error, None)
+    assert odd["where"][1] == "" and odd["where"][0] > 0
 
 
 def test_a_timeout_and_a_collected_value(run):
