@@ -132,16 +132,24 @@ judged["grad"] = _jg.grad
 #
 # Write `MyLinear(in_units, units)`: a fully connected layer with a ReLU,
 # `forward(X) = relu(X @ W + b)`, where `W` has shape `(in_units, units)` and
-# `b` has shape `(units,)`. Both are **parameters** (any initialization and any
-# attribute names will do), and gradients must reach both of them.
+# `b` has shape `(units,)`. Both are **parameters** (any attribute names will
+# do), and gradients must reach both of them.
+#
+# The layer must be able to learn as it is constructed, before anyone sets its
+# weights: its initial values are finite and random, and the initial `W` keeps
+# the output's scale near the input's. For inputs of variance 1 the outputs
+# vary about as much as those of `nn.Linear` followed by a ReLU, at any
+# `in_units`. A plain `torch.randn(in_units, units)` does not (the lecture shows
+# why): divide it by `sqrt(in_units)`, or use an initializer of `nn.init`. The
+# bias may start at zero.
 
 # %% answer grade_id="MyLinear"
 class MyLinear(nn.Module):
     def __init__(self, in_units, units):
         super().__init__()
         ### BEGIN SOLUTION
-        self.weight = nn.Parameter(torch.randn(in_units, units))
-        self.bias = nn.Parameter(torch.randn(units))
+        self.weight = nn.Parameter(torch.randn(in_units, units) / in_units**0.5)
+        self.bias = nn.Parameter(torch.zeros(units))
         ### END SOLUTION
 
     def forward(self, X):
@@ -281,6 +289,49 @@ def judge():
 ### END JUDGE
 ### END HIDDEN TESTS
 
+# %% tests grade_id="test_MyLinear_init" points=1
+# The layer as constructed, no weight overwritten: its values are finite, its outputs for inputs of
+# variance 1 vary across the batch about as much as torch's own layers' do (between a third of
+# nn.Linear's and three times randn(n, n) / sqrt(n)'s), and a backward pass gives it non-zero gradients.
+def _spread(out):
+    """How much each output unit varies across the batch, averaged over the units."""
+    return out.detach().std(dim=0).mean().item()
+
+def _check_init(n, seed):
+    torch.manual_seed(seed)
+    for shape in ((n, n), (n,)):  # memory freed here, which torch.empty may hand back, holds NaN
+        _stale = torch.full(shape, float("nan"))
+        del _stale
+    layer = MyLinear(n, n)
+    assert all(bool(p.isfinite().all()) for p in layer.parameters()), \
+        f"MyLinear({n}, {n}) as constructed holds NaN or infinite values: give W and b initial values " \
+        "(torch.empty keeps whatever was in memory)."
+    X = torch.randn(256, n)
+    low = _spread(F.relu(nn.Linear(n, n)(X))) / 3
+    high = _spread(F.relu(X @ (torch.randn(n, n) / n**0.5))) * 3
+    out = layer(X)
+    spread = _spread(out)
+    assert spread >= low, \
+        f"As constructed, MyLinear({n}, {n})'s outputs for inputs of variance 1 vary by {spread:.3g} across the batch, " \
+        f"under {low:.3g} (a third of what nn.Linear's init gives): " + \
+        ("they do not depend on the input; does W start at zero?" if spread == 0 else
+         "the initial W is too small; scale it like torch.randn(in_units, units) / sqrt(in_units).")
+    assert spread <= high, \
+        f"As constructed, MyLinear({n}, {n})'s outputs for inputs of variance 1 vary by {spread:.3g} across the batch, " \
+        f"over {high:.3g} (three times what torch.randn(n, n) / sqrt(n) gives): with an unscaled initial W the " \
+        "output grows like sqrt(in_units); divide W by sqrt(in_units)."
+    if out.requires_grad:  # (a gradient cut off in forward is test_MyLinear_gradients' to fail)
+        out.sum().backward()
+        still = [name for name, p in layer.named_parameters() if p.grad is not None and not p.grad.any()]
+        assert not still, \
+            f"As constructed, MyLinear({n}, {n}) gets all-zero gradients for {still}: it cannot learn from there."
+
+_check_init(64, seed=40)
+### BEGIN HIDDEN TESTS
+_check_init(8, seed=41)
+_check_init(512, seed=42)
+### END HIDDEN TESTS
+
 # %% [markdown]
 # ## 3. A tensor reduction layer
 #
@@ -391,19 +442,31 @@ def judge():
 
 # %% tests grade_id="test_TensorReduction_gradients" points=1
 # judged outside the kernel: tensor_reduction_gradients
+def _reduction_grad_hint(grad, x, G):
+    """What a wrong gradient of W (for the output's gradient G) shows, in words."""
+    pairs = torch.einsum("bi,bi,bk->ik", x, x, G)
+    if torch.allclose(grad, pairs[:, None, :].expand_as(grad)) or torch.allclose(grad, pairs[None, :, :].expand_as(grad)):
+        return ": dW[i, j, k] does not change with one of i, j; forward multiplies by one entry of x twice (an index " \
+            "used twice, as in the einsum 'ijk,bi,bi->bk'), where the formula pairs x[b, i] with x[b, j] ('ijk,bi,bj->bk')."
+    if torch.allclose(grad, torch.einsum("i,j,bk->ijk", x[0], x[0], G)):
+        return ": every example used x[0]; each example b should use its own x[b]."
+    return ": dW[i, j, k] should be the sum over the examples b of x[b, i] * x[b, j] * (the gradient of y[b, k])."
+
 # The worked example again: the loss y[0, 0] + y[1, 1] has the gradient
 # dW[i, j, 0] = x[0, i] * x[0, j] = [[1, 2], [2, 4]],
 # dW[i, j, 1] = x[1, i] * x[1, j] = [[9, -3], [-3, 1]] and dW[:, :, 2] = 0.
 _layer, _W = _worked_reduction()
-_y = _layer(torch.tensor([[1.0, 2.0], [3.0, -1.0]]))
+_x = torch.tensor([[1.0, 2.0], [3.0, -1.0]])
+_y = _layer(_x)
 assert _y.requires_grad, \
     "The output is cut off from autograd (no grad_fn), so no gradient can reach W: use the parameter itself in forward, not .data, .item() or a copy."
 (_y[0, 0] + _y[1, 1]).backward()
 assert _W.grad is not None, "No gradient reached W: use the parameter itself in forward, not .data or a copy."
+_G = torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # the gradient of the loss y[0, 0] + y[1, 1]
 assert torch.equal(_W.grad, torch.stack([torch.tensor([[1.0, 2.0], [2.0, 4.0]]),
                                          torch.tensor([[9.0, -3.0], [-3.0, 1.0]]),
                                          torch.zeros(2, 2)], dim=-1)), \
-    "The gradient of W is wrong: each example b should use its own x[b] in forward."
+    "The gradient of W is wrong" + _reduction_grad_hint(_W.grad, _x, _G)
 ### BEGIN HIDDEN TESTS
 def _check_reduction_gradients(in_features, out_features, batch, seed):
     torch.manual_seed(seed)
@@ -417,8 +480,9 @@ def _check_reduction_gradients(in_features, out_features, batch, seed):
     G = torch.randn(batch, out_features)
     (y * G).sum().backward()
     expected_grad = torch.einsum("bi,bj,bk->ijk", x, x, G)
-    assert W.grad is not None and torch.allclose(W.grad, expected_grad, rtol=1e-4, atol=1e-4), \
-        "The gradient of W is wrong or missing: use the parameter itself in forward, not .data or a copy."
+    assert W.grad is not None, "No gradient reached W: use the parameter itself in forward, not .data or a copy."
+    assert torch.allclose(W.grad, expected_grad, rtol=1e-4, atol=1e-4), \
+        "The gradient of W is wrong" + _reduction_grad_hint(W.grad, x, G)
 
 _check_reduction_gradients(4, 2, batch=3, seed=30)
 _check_reduction_gradients(3, 5, batch=4, seed=31)

@@ -20,12 +20,12 @@ class CenteredLayer(nn.Module):
         centred.sub_(X.flatten().mean())
         return centred
 
-# %% right id=MyLinear -- other attribute names, zero initialization, torch.addmm
+# %% right id=MyLinear -- other attribute names, nn.init.normal_ with std 1 / sqrt(in_units), a small uniform bias, torch.addmm
 class MyLinear(nn.Module):
     def __init__(self, in_units, units):
         super().__init__()
-        self.W = nn.Parameter(torch.zeros(in_units, units))
-        self.b = nn.Parameter(torch.zeros(units))
+        self.W = nn.Parameter(nn.init.normal_(torch.empty(in_units, units), std=in_units**-0.5))
+        self.b = nn.Parameter(torch.rand(units) * 0.1)
 
     def forward(self, X):
         return torch.relu(torch.addmm(self.b, X, self.W))
@@ -54,6 +54,27 @@ class MyLinear(nn.Module):
     def forward(self, X):
         z = F.linear(X, self.params["W"].T, self.params["b"])
         return torch.where(z > 0, z, torch.zeros_like(z))
+
+# %% right id=MyLinear -- torch's own init: W and b taken from a fresh nn.Linear (W transposed), the narrowest scale allowed
+class MyLinear(nn.Module):
+    def __init__(self, in_units, units):
+        super().__init__()
+        reference = nn.Linear(in_units, units)
+        self.weight = nn.Parameter(reference.weight.detach().T.clone())
+        self.bias = nn.Parameter(reference.bias.detach().clone())
+
+    def forward(self, X):
+        return F.relu(X @ self.weight + self.bias)
+
+# %% right id=MyLinear -- nn.init.xavier_uniform_ on W and a normal bias, F.relu of torch.matmul
+class MyLinear(nn.Module):
+    def __init__(self, in_units, units):
+        super().__init__()
+        self.weight = nn.Parameter(nn.init.xavier_uniform_(torch.empty(in_units, units)))
+        self.bias = nn.Parameter(torch.randn(units))
+
+    def forward(self, X):
+        return F.relu(torch.matmul(X, self.weight) + self.bias)
 
 # %% right id=TensorReduction -- loops over the batch and the outputs, writing into a new tensor
 class TensorReduction(nn.Module):

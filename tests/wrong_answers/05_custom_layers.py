@@ -26,7 +26,7 @@ class CenteredLayer(nn.Module):
 class MyLinear(nn.Module):
     def __init__(self, in_units, units):
         super().__init__()
-        self.weight = nn.Parameter(torch.randn(in_units, units))
+        self.weight = nn.Parameter(torch.randn(in_units, units) / in_units**0.5)
         self.bias = nn.Parameter(torch.randn(units))
 
     def forward(self, X):
@@ -36,7 +36,7 @@ class MyLinear(nn.Module):
 class MyLinear(nn.Module):
     def __init__(self, in_units, units):
         super().__init__()
-        self.weight = nn.Parameter(torch.randn(units, in_units))
+        self.weight = nn.Parameter(torch.randn(units, in_units) / in_units**0.5)
         self.bias = nn.Parameter(torch.randn(units))
 
     def forward(self, X):
@@ -46,7 +46,7 @@ class MyLinear(nn.Module):
 class MyLinear(nn.Module):
     def __init__(self, in_units, units):
         super().__init__()
-        self.weight = nn.Parameter(torch.randn(in_units, units))
+        self.weight = nn.Parameter(torch.randn(in_units, units) / in_units**0.5)
         self.bias = nn.Parameter(torch.randn(units))
 
     def forward(self, X):
@@ -56,7 +56,7 @@ class MyLinear(nn.Module):
 class MyLinear(nn.Module):
     def __init__(self, in_units, units):
         super().__init__()
-        self.weight = torch.randn(in_units, units, requires_grad=True)
+        self.weight = (torch.randn(in_units, units) / in_units**0.5).requires_grad_()
         self.bias = torch.randn(units, requires_grad=True)
 
     def forward(self, X):
@@ -168,8 +168,38 @@ class FourierHalf(nn.Module):
 class MyLinear(nn.Module):
     def __init__(self, in_units, units):
         super().__init__()
-        self.weight = nn.Parameter(torch.randn(in_units, units))
+        self.weight = nn.Parameter(torch.randn(in_units, units) / in_units**0.5)
         self.bias = nn.Parameter(torch.randn(units))
 
     def forward(self, X):
         return F.relu(X @ self.weight + self.bias).cpu()
+
+# %% wrong id=MyLinear fails=test_MyLinear_init -- starts W and b at zero: every unit outputs relu(0) = 0 whatever the input, and no gradient ever moves them
+class MyLinear(nn.Module):
+    def __init__(self, in_units, units):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(in_units, units))
+        self.bias = nn.Parameter(torch.zeros(units))
+
+    def forward(self, X):
+        return F.relu(X @ self.weight + self.bias)
+
+# %% wrong id=MyLinear fails=test_MyLinear_init -- allocates W and b with torch.empty and never fills them, so they hold whatever was in memory
+class MyLinear(nn.Module):
+    def __init__(self, in_units, units):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(in_units, units))
+        self.bias = nn.Parameter(torch.empty(units))
+
+    def forward(self, X):
+        return F.relu(X @ self.weight + self.bias)
+
+# %% wrong id=MyLinear fails=test_MyLinear_init -- draws W with an unscaled torch.randn(in_units, units), so the output grows like sqrt(in_units)
+class MyLinear(nn.Module):
+    def __init__(self, in_units, units):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(in_units, units))
+        self.bias = nn.Parameter(torch.randn(units))
+
+    def forward(self, X):
+        return F.relu(X @ self.weight + self.bias)
