@@ -36,6 +36,7 @@ class TrustedTestPath:
     _cells_started: bool
     interrupt_grace: Any
     code_cells_executed: int
+    nb: Any  # the notebook being graded (nbclient's NotebookClient)
 
     def _cell_timeout(self, cell) -> int:
         raise NotImplementedError

@@ -346,7 +346,8 @@ WORD = re.compile(r"\w{3,}")
 
 def hidden_words(sources: list[str]) -> frozenset[str]:
     """The words of the hidden tests in `sources` (a notebook's cells) that no other part of them has."""
-    hidden, shown = [], []
+    hidden: list[str] = []
+    shown: list[str] = []
     for source in sources:
         inside = False
         for line in source.splitlines():

@@ -186,12 +186,24 @@ def test_a_liar_passes_its_items_test_in_the_kernel_so_only_the_judge_stops_it(l
 def test_a_verdict_names_what_came_instead_of_a_tensor_or_an_int():
     judge = judge_named("count_parameters")
     message = judges.verdict(judge, {"tied": ("object", "_Any"), "tied_all": 50, "batch_norm": 12, "none": 0})
-    assert message == ("checked outside your kernel: count_parameters of a tied net with a frozen weight should be "
-                       "an integer, but it is a _Any")
-    empty = {"tied": 35, "tied_all": 50, "batch_norm": 12, "batch_norm_all": 12, "weight_shared": 24, "own": 7,
-             "own_all": 16, "none": ("tensor", "torch.float32", 0.0)}  # torch.tensor([]).sum()
-    assert judges.verdict(judge, empty) == ("checked outside your kernel: count_parameters of nn.ReLU() should be "
-                                            "an integer, but it is a torch.float32 tensor holding 0.0")
+    assert message == (
+        "checked outside your kernel: count_parameters of a tied net with a frozen weight should be "
+        "an integer, but it is a _Any"
+    )
+    empty = {
+        "tied": 35,
+        "tied_all": 50,
+        "batch_norm": 12,
+        "batch_norm_all": 12,
+        "weight_shared": 24,
+        "own": 7,
+        "own_all": 16,
+        "none": ("tensor", "torch.float32", 0.0),
+    }  # torch.tensor([]).sum()
+    assert judges.verdict(judge, empty) == (
+        "checked outside your kernel: count_parameters of nn.ReLU() should be "
+        "an integer, but it is a torch.float32 tensor holding 0.0"
+    )
     judge = judge_named("centered_layer")
     nan = {"x": ("tensor", "torch.float32", [[1.0]]), "y": ("tensor", "torch.float32", "non-finite")}
     assert "NaN or infinite" in judges.verdict(judge, dict(nan, x_after=nan["x"], parameters=0))

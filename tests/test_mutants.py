@@ -140,6 +140,69 @@ def test_the_layer_operators_pick_the_wrong_part_and_every_module(mutant_id, old
     assert made.get(mutant_id) == ast.unparse(ast.parse(LAYER_CELL.replace(old, new))), sorted(made)
 
 
+CONTEXT_CELL = """\
+def build(net, x, flags):
+    ### BEGIN SOLUTION
+    with torch.no_grad():
+        out = net.body(x)
+    w = torch.randn(3, 3)
+    net.scale.requires_grad_(False)
+    net.ready = True
+    noise = torch.rand_like(out)
+    return out + noise @ w
+    ### END SOLUTION
+"""
+CONTEXT_EXPECTED = [  # (id, text in CONTEXT_CELL, what replaces it): the operators made from readers' loopholes
+    ("unwith@3:4", "with torch.no_grad():\n        out = net.body(x)", "out = net.body(x)"),
+    ("seed@3:4", "    ### BEGIN SOLUTION\n", "    ### BEGIN SOLUTION\n    torch.manual_seed(0)\n"),
+    ("toggle@6:4", "requires_grad_(False)", "requires_grad_(not net.scale.requires_grad)"),
+    ("toggle@7:4", "net.ready = True", "net.ready = not net.ready"),
+    ("cpu_constant@8:12", "torch.rand_like(out)", "torch.rand(out.shape)"),
+    ("zeros@5:8", "torch.randn(3, 3)", "torch.zeros(3, 3)"),
+]
+
+
+@pytest.mark.parametrize(("mutant_id", "old", "new"), CONTEXT_EXPECTED, ids=[e[0] for e in CONTEXT_EXPECTED])
+def test_each_context_operator_makes_the_mutant_it_should(mutant_id, old, new):
+    made = {m.id: m.source for m in make_mutants(CONTEXT_CELL)}
+    assert mutant_id in made, f"no mutant {mutant_id}: the operator missed its site (made {sorted(made)})."
+    assert CONTEXT_CELL.count(old) == 1, f"the test's own fragment {old!r} should occur once in the cell"
+    assert made[mutant_id] == ast.unparse(ast.parse(CONTEXT_CELL.replace(old, new))), made[mutant_id]
+
+
+MODULE_CELL = """\
+class Block(nn.Module):
+    def forward(self, x):
+        ### BEGIN SOLUTION
+        return self.inner(self.layers[0](x))
+        ### END SOLUTION
+"""
+
+
+def test_a_module_call_becomes_a_call_of_its_forward_and_a_drawn_decorator_is_dropped():
+    made = {m.id: m.source for m in make_mutants(MODULE_CELL)}
+    for mutant_id, old, new in [
+        ("forward@4:15", "self.inner(", "self.inner.forward("),
+        ("forward@4:26", "self.layers[0](x)", "self.layers[0].forward(x)"),
+    ]:
+        assert made.get(mutant_id) == ast.unparse(ast.parse(MODULE_CELL.replace(old, new))), sorted(made)
+    decorated = "@torch.no_grad()\ndef f(t):\n    ### BEGIN SOLUTION\n    return t.mul_(2)\n    ### END SOLUTION\n"
+    made = {m.id: m.source for m in make_mutants(decorated)}
+    assert made.get("unwith@1:1:decorator") == ast.unparse(ast.parse(decorated.replace("@torch.no_grad()\n", ""))), (
+        sorted(made)
+    )
+
+
+def test_a_function_that_keeps_its_results_in_a_module_dict_answers_a_second_call_from_it():
+    source = "def f(xs):\n    ### BEGIN SOLUTION\n    xs = list(xs)\n    return len(xs)\n    ### END SOLUTION\n"
+    (memo,) = [m for m in make_mutants(source) if m.id.startswith("memo@")]
+    space: dict = {}
+    exec(memo.source, space)
+    assert space["f"]([1, 2]) == 2 and space["f"]([1, 2]) == 2 and space["f"]((1, 2, 3)) == 3
+    space["_mutant_memo"][repr(([4],))] = 99  # keyed by the arguments as given, before the body rebinds them
+    assert space["f"]([4]) == 99
+
+
 def test_only_the_code_between_the_markers_is_mutated_and_every_mutant_is_new_and_compiles():
     made = make_mutants(CELL)
     student_lines = {5, 6} | set(range(11, 15))
@@ -170,23 +233,27 @@ STRONG = "assert double(3) == 6, 'double(3) should be 6'\n"
 PLUS = "binop@3:11:*to+"  # x + 2: equal to x * 2 at x = 2 only
 
 
+# double is a pure function of x: a result kept under x's repr is the result it would compute again.
+PURE = {("tiny", "double", "memo@3:4"): ("a pure function: a result kept by its argument's repr is the same", 9)}
+
+
 def test_a_weak_test_lets_a_mutant_survive_and_the_tool_reports_it():
-    (item,), errors = mutants.mutate(lesson(WEAK), workers=2, limit=5)
+    (item,), errors = mutants.mutate(lesson(WEAK), equivalents=PURE, workers=2, limit=5)
     assert not errors, errors
     assert [m.id for m in item.survivors] == [PLUS], f"only x + 2 should pass `double(2) == 4`, got {item.killed}"
-    assert item.line() == f"tiny double: killed {len(item.mutants) - 1} of {len(item.mutants)}, 0 equivalent"
-    assert mutants.summary([item]).endswith(", 0 equivalent, 1 survived")
+    assert item.line() == f"tiny double: killed {len(item.mutants) - 2} of {len(item.mutants)}, 1 equivalent"
+    assert mutants.summary([item]).endswith(", 1 equivalent, 1 survived")
     diff = "\n".join(mutants.survivor_diffs(item))
     assert "-    return x * 2" in diff and "+    return x + 2" in diff, diff
-    listed = {("tiny", "double", PLUS): ("the test cannot tell (it can)", 1)}
+    listed = {**PURE, ("tiny", "double", PLUS): ("the test cannot tell (it can)", 1)}
     (item,), errors = mutants.mutate(lesson(WEAK), equivalents=listed, workers=2, limit=5)
-    assert not errors and not item.survivors and item.equivalent == {PLUS: "the test cannot tell (it can)"}
+    assert not errors and not item.survivors and item.equivalent[PLUS] == "the test cannot tell (it can)"
 
 
 def test_a_strong_test_kills_it_and_its_equivalents_entry_turns_stale():
-    listed = {("tiny", "double", PLUS): ("no reason", 7), ("tiny", "double", "delete@9:9"): ("gone", 8)}
+    listed = {**PURE, ("tiny", "double", PLUS): ("no reason", 7), ("tiny", "double", "delete@9:9"): ("gone", 8)}
     (item,), errors = mutants.mutate(lesson(STRONG), equivalents=listed, workers=2, limit=5)
-    assert not item.survivors and len(item.killed) == len(item.mutants) >= 5, item.killed
+    assert not item.survivors and len(item.killed) == len(item.mutants) - 1 >= 5, item.killed
     assert any(":7: stale entry" in e and "is killed" in e for e in errors), errors
     assert any(":8: stale entry" in e and "names no mutant" in e for e in errors), errors
 

@@ -86,7 +86,9 @@ ROOT = cells_module.ROOT
 FOLDER = ROOT / "tests" / "mutants"
 EQUIVALENTS = FOLDER / "equivalent.txt"
 REPORT = FOLDER / "report.txt"
-TOOLS = (ROOT / "tools" / "mutants.py", ROOT / "tools" / "mutant_operators.py")
+TOOLS = tuple(
+    ROOT / "tools" / name for name in ("mutants.py", "mutant_ast.py", "mutant_operators.py", "mutant_contexts.py")
+)
 LIMIT = 10.0  # CPU seconds per mutant
 WALL = 60.0  # wall-clock seconds (or six times the limit, if more) before a child that does not answer is killed
 JOBS = 2

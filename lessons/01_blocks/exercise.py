@@ -359,7 +359,8 @@ judged["hook_runs"] = len(_jruns)
 #
 # Write `make_stack(factory, n)`: it returns an `nn.Sequential` of `n` modules,
 # each made by its **own** call `factory()` and kept as that call returned it. No
-# two layers may share parameters.
+# two layers may share parameters, and every call builds a new stack (set no seed
+# inside: the layers draw from torch's generator as it stands).
 
 # %% answer grade_id="make_stack"
 def make_stack(factory, n):
@@ -402,6 +403,19 @@ except (RuntimeError, NotImplementedError) as _e:
     _stack, _error = None, f" (it raised: {_e})"
 assert _stack is not None and all(m is e for m, e in zip(_stack, _made)) and all(m.weight.device.type == "meta" for m in _made), \
     f"The stack should hold the modules factory() returned, as they are{_error}: are they moved (.cpu(), .to()) or copied?"
+_factory = lambda: nn.Linear(3, 3)
+_one, _two = make_stack(_factory, 2), make_stack(_factory, 2)  # the same factory twice: two stacks of new layers
+assert _one is not _two and _one[0] is not _two[0] and not torch.equal(_one[0].weight, _two[0].weight), \
+    "Two calls with the same factory should build two stacks of new layers with their own random weights: " \
+    "build the stack on every call, keep nothing from an earlier one, and set no seed."
+torch.manual_seed(3)
+make_stack(_factory, 2)
+_after = [torch.rand(1)]
+torch.manual_seed(4)
+make_stack(_factory, 2)
+_after.append(torch.rand(1))
+assert not torch.equal(*_after), \
+    "After make_stack, torch's random numbers no longer depend on the seed set before it: do not seed inside."
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -410,7 +424,8 @@ assert _stack is not None and all(m is e for m, e in zip(_stack, _made)) and all
 # Write `FixedHiddenMLP(in_features=20)`:
 #
 # - a constant random weight of shape `(in_features, in_features)`, drawn once at
-#   construction with `torch.rand`, held as a **buffer**: it is saved in the
+#   construction with `torch.rand` (from torch's generator as it stands: set no
+#   seed inside), held as a **buffer**: it is saved in the
 #   `state_dict` and follows `.to()`, but it is not a parameter and is never trained;
 # - one `nn.Linear(in_features, in_features)`, used **twice** in `forward`.
 #
@@ -606,6 +621,19 @@ assert _meta is not None and all(t.device.type == "meta" for t in [*_meta.buffer
 _W = list(FixedHiddenMLP(50).buffers())[0]
 assert bool((_W >= 0).all() and (_W < 1).all()), \
     "The constant weight should be drawn with torch.rand, uniform on [0, 1); some values fall outside (torch.randn?)."
+# 2500 draws of U(0, 1): the mean has a standard error of 0.006 and the std one of 0.003.
+assert abs(_W.mean().item() - 0.5) < 0.05 and abs(_W.std().item() - 12 ** -0.5) < 0.03, \
+    f"The constant weight should be uniform on [0, 1) (mean 0.5, std 0.29), got mean {_W.mean().item():.3f} and " \
+    f"std {_W.std().item():.3f}: draw it with torch.rand, not zeros or a constant."
+torch.manual_seed(7)
+_a = FixedHiddenMLP(5)
+_after = [torch.rand(1)]
+torch.manual_seed(8)
+_b = FixedHiddenMLP(5)
+_after.append(torch.rand(1))
+assert not torch.equal(list(_a.buffers())[0], list(_b.buffers())[0]) and not torch.equal(*_after), \
+    "Two FixedHiddenMLPs built after different seeds got the same constant, or torch's random numbers restart after " \
+    "building one: draw from torch's generator as it stands, set no seed in __init__."
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -181,6 +181,13 @@ _shared = nn.Linear(2, 2)
 assert set(param_shapes(nn.Sequential(_shared, nn.ReLU(), _shared))) == {"0.weight", "0.bias"}, \
     "A tied layer's parameters appear once in named_parameters(), under their first name."
 assert param_shapes(nn.ReLU()) == {}, "A module without parameters gives an empty dict."
+class _Sized(nn.Module):  # prints as "_Sized()" whatever its size
+    def __init__(self, n):
+        super().__init__()
+        self.w = nn.Parameter(torch.zeros(n))
+
+assert param_shapes(_Sized(2)) == {"w": (2,)} and param_shapes(_Sized(5)) == {"w": (5,)}, \
+    "Two modules that print alike but hold parameters of other sizes should get their own shapes: read the module given."
 _net = nn.Sequential(nn.Linear(2, 3), nn.Linear(3, 1))
 _net[0].weight.requires_grad_(False)
 assert set(param_shapes(_net)) == {"0.weight", "0.bias", "1.weight", "1.bias"}, \
@@ -231,7 +238,8 @@ judged = {"shapes": param_shapes(_jnet)}
 # `'block 1'`, `'block 2'` and `'block 3'` (with the space), and each of them is a
 # new `nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4), nn.ReLU())`.
 # The four blocks must not share parameters, and each starts from its own
-# random weights, as four separately built blocks do. Name no device: inside
+# random weights, as four separately built blocks do, drawn from torch's
+# generator as it stands (set no seed inside). Name no device: inside
 # `with torch.device(...)` the whole net is made on that device.
 
 # %% answer grade_id="make_rgnet"
@@ -280,6 +288,15 @@ for _block in _net[0]:
     _h = torch.relu(_block[2](torch.relu(_block[0](_h))))
 assert torch.allclose(_net(_X), _net[1](_h)), \
     "The output should run the four blocks in order, then the output layer."
+torch.manual_seed(8)
+_first = make_rgnet()
+_after = [torch.rand(1)]
+torch.manual_seed(9)
+_second = make_rgnet()
+_after.append(torch.rand(1))
+assert not torch.equal(_first[0][0][0].weight, _second[0][0][0].weight) and not torch.equal(*_after), \
+    "make_rgnet should draw its weights from torch's generator as it stands: with a seed set inside, two calls build " \
+    "the same weights and the caller's random numbers restart at every call."
 with torch.device("meta"):  # a default device, as `with torch.device("cuda")` sets one
     try:
         _net, _error = make_rgnet(), ""
@@ -300,7 +317,7 @@ assert _net is not None and all(p.device.type == "meta" for p in _net.parameters
 #
 # where `shared` is one `nn.Linear(width, width)`: indices 2 and 4 hold **the same
 # module object**, so they share weight and bias. As in `make_rgnet`, name no
-# device.
+# device and set no seed.
 
 # %% answer grade_id="make_tied_mlp"
 def make_tied_mlp(width=8):
@@ -333,6 +350,15 @@ assert _net[2].weight.grad is not None and _net[0].weight.grad is not None, "Gra
 assert make_tied_mlp()[2] is not make_tied_mlp()[2], \
     "Each call should create its own shared layer, not reuse one kept outside the function."
 assert make_tied_mlp(16)(torch.rand(1, 4)).shape == (1, 1), "make_tied_mlp(16) should also run."
+torch.manual_seed(8)
+_first = make_tied_mlp()
+_after = [torch.rand(1)]
+torch.manual_seed(9)
+_second = make_tied_mlp()
+_after.append(torch.rand(1))
+assert not torch.equal(_first[2].weight, _second[2].weight) and not torch.equal(*_after), \
+    "make_tied_mlp should draw its weights from torch's generator as it stands: with a seed set inside, two calls build " \
+    "the same weights and the caller's random numbers restart at every call."
 with torch.device("meta"):  # a default device, as `with torch.device("cuda")` sets one
     try:
         _net, _error = make_tied_mlp(4), ""
@@ -405,7 +431,12 @@ assert sorted(freeze(_net, ["2"])) == ["2.0.bias", "2.0.weight", "2.1.bias", "2.
 assert [id(p) for p in _net.parameters()] == _ids and all(isinstance(p, nn.Parameter) for p in _net.parameters()), \
     "Freezing should change the flag on the existing parameters, not replace them."
 _net = _make_net()
+freeze(_net, ["2.0."])  # the visible test's call again, on a new net: it must freeze this one too
+assert [n for n, p in _net.named_parameters() if not p.requires_grad] == ["2.0.weight", "2.0.bias"], \
+    "freeze(net, ['2.0.']) on a second net left it trainable: freeze the net it is given, on every call."
+_net = _make_net()
 freeze(_net, ["0."])
+freeze(_net, ["0."])  # the same call twice: still frozen, not switched back
 freeze(_net, ["2.1."])  # a second call: what the first froze stays frozen
 _frozen = [n for n, p in _net.named_parameters() if not p.requires_grad]
 assert _frozen == ["0.weight", "0.bias", "2.1.weight", "2.1.bias"], \

@@ -401,6 +401,9 @@ assert not bool((_d == 1).any()), "A 3-D float64 tensor should be changed in pla
 _q = nn.Parameter(torch.empty(7, 3, dtype=torch.float64))
 assert weird_init_(_q) is _q and _q.grad_fn is None and _q.requires_grad, \
     "A float64 parameter should stay a trainable leaf as well: use torch.no_grad()."
+_again = torch.ones(40, 50)  # a second tensor that looks like the first: changed in place and returned too
+assert weird_init_(_again) is _again and not bool((_again == 1).any()), \
+    "A second call, on another tensor of the same shape and values, should change and return that tensor too."
 # A parameter on a GPU, which the CPU plays with a real GPU's rules (the set-up cell's _simulated_gpu).
 torch.manual_seed(23)
 with _simulated_gpu() as _gpu:
@@ -638,6 +641,14 @@ assert _close(activation_stds(_lin, _x), _expected), "A single nn.Linear as the 
 assert _close(activation_stds(_lin, _x), _expected), "A second call should give the same single value."
 _none = activation_stds(nn.Sequential(nn.ReLU(), nn.Tanh()), _x)
 assert _none is not None and list(_none) == [], "A net without nn.Linear gives an empty list."
+# Two nets of one architecture with other weights, on the same input: each gets its own values.
+_twins = [nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 8)) for _ in range(2)]
+_x = torch.randn(128, 64)
+_stds = [activation_stds(_twin, _x) for _twin in _twins]
+with torch.no_grad():
+    _expected = [[_twin[0](_x).std().item(), _twin[2](torch.relu(_twin[0](_x))).std().item()] for _twin in _twins]
+assert all(_close(_got, _want) for _got, _want in zip(_stds, _expected)), \
+    "Two nets of the same architecture but other weights should each give their own stds: measure the net given, on every call."
 # An in-place activation (torchvision's nets use nn.ReLU(inplace=True)) overwrites the Linear's output
 # tensor itself once the forward pass goes on: only a std taken inside the hook sees the output.
 torch.manual_seed(43)

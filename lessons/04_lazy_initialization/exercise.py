@@ -125,6 +125,11 @@ _empty_lazy = nn.Sequential(nn.LazyLinear(2))
 _empty_lazy.register_buffer("mask", torch.empty(0))
 assert has_uninitialized_params(_empty_lazy) is True, \
     "A lazy layer next to a real empty buffer is still lazy: expected True."
+_fresh, _loaded = nn.LazyLinear(3), nn.LazyLinear(3)  # both print as LazyLinear(in_features=0, ...)
+_loaded.load_state_dict(nn.Linear(4, 3).state_dict())
+assert bool(has_uninitialized_params(_fresh)) and not has_uninitialized_params(_loaded), \
+    "Two LazyLinear layers that print alike, one still lazy and one loaded from a state_dict, should get their own " \
+    "answers: look at the module given, on every call."
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -284,6 +289,12 @@ except (RuntimeError, NotImplementedError) as _error:
 assert _out is _meta and {p.device.type for p in _meta.parameters()} == {"meta"} and _meta[2].weight.shape == (2, 3), \
     "A network on another device (meta stands in for a GPU) should be materialized there and returned itself, not " \
     "moved to the CPU."
+_twins = [nn.Sequential(nn.LazyLinear(3), nn.ReLU(), nn.LazyLinear(2)) for _ in range(2)]
+_x = torch.randn(2, 5)
+assert all(apply_init(_twin, _x) is _twin for _twin in _twins) and not any(
+    isinstance(p, nn.parameter.UninitializedParameter) for _twin in _twins for p in _twin.parameters()), \
+    "Two fresh networks that look alike, with one example input: apply_init should materialize and return each " \
+    "network it is given, on every call, keeping nothing from an earlier call."
 ### END HIDDEN TESTS
 
 # %% tests grade_id="test_apply_init_modes" points=1
@@ -539,6 +550,11 @@ infer_shapes(_deep, (2, 3))
 assert [m.training for m in _deep.modules()] == [True, True, True, False, True], \
     "A BatchNorm frozen in eval inside a nested block was put back into train(): remember the mode of every " \
     "module in net.modules() (not only net and its direct children) and restore each one."
+_twins = [nn.Sequential(nn.LazyLinear(3), nn.ReLU(), nn.LazyLinear(2)) for _ in range(2)]
+for _twin in _twins:
+    infer_shapes(_twin, (2, 5))
+assert not any(isinstance(p, nn.parameter.UninitializedParameter) for _twin in _twins for p in _twin.parameters()), \
+    "Two fresh networks that look alike, with one input shape: infer_shapes should materialize each network it is given, on every call."
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -574,8 +590,9 @@ assert [m.training for m in _deep.modules()] == [True, True, True, False, True],
 #   for a GPU on any machine: after `net.to("meta")` a new width's layer must be
 #   on `meta` too.
 #
-# Layers added by a new width are not in an optimizer built before they
-# existed: in practice, send one batch of every width before building it.
+# Set no seed inside: layers draw from torch's generator as it stands. Layers
+# added by a new width are not in an optimizer built before they existed: in
+# practice, send one batch of every width before building it.
 
 # %% answer grade_id="MultiWidthNet"
 class MultiWidthNet(nn.Module):
@@ -707,6 +724,15 @@ assert _net(torch.randn(4, 7, dtype=torch.float64)).dtype == torch.float64, \
 with torch.no_grad():
     _check_function(_net, torch.randn(3, 1, dtype=torch.float64), 8, 3)
     _check_function(_net, torch.randn(6, 7, dtype=torch.float64), 8, 3)
+# Building layers draws from torch's generator as it stands (no seed inside).
+_after = []
+for _seed in (5, 6):
+    torch.manual_seed(_seed)
+    MultiWidthNet(hidden=4)(torch.zeros(1, 3))
+    _after.append(torch.rand(1))
+assert not torch.equal(*_after), \
+    "After building and calling a MultiWidthNet, torch's random numbers no longer depend on the seed set before: " \
+    "set no seed in __init__ or forward."
 ### END HIDDEN TESTS
 
 # %% tests grade_id="test_MultiWidthNet_dtype" points=1

@@ -141,7 +141,8 @@ judged["grad"] = _jg.grad
 # vary about as much as those of `nn.Linear` followed by a ReLU, at any
 # `in_units`. A plain `torch.randn(in_units, units)` does not (the lecture shows
 # why): divide it by `sqrt(in_units)`, or use an initializer of `nn.init`. The
-# bias may start at zero.
+# bias may start at zero. Draw from torch's generator as it stands (set no seed
+# inside).
 
 # %% answer grade_id="MyLinear"
 class MyLinear(nn.Module):
@@ -330,6 +331,15 @@ _check_init(64, seed=40)
 ### BEGIN HIDDEN TESTS
 _check_init(8, seed=41)
 _check_init(512, seed=42)
+_layers, _after = [], []
+for _seed in (43, 44):
+    torch.manual_seed(_seed)
+    _layers.append(MyLinear(6, 6))
+    _after.append(torch.rand(1))
+_x = torch.randn(4, 6)
+assert not torch.equal(_layers[0](_x), _layers[1](_x)) and not torch.equal(*_after), \
+    "Two MyLinear layers built after different seeds start from the same values, or torch's random numbers restart " \
+    "after building one: draw from torch's generator as it stands, set no seed in __init__."
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -343,7 +353,8 @@ _check_init(512, seed=42)
 #
 # Every output is a quadratic form of the input. `torch.einsum` writes this in
 # one line, but loops are fine too, as long as gradients still reach `W`. Any
-# initialization of `W` will do.
+# initialization of `W` will do, drawn from torch's generator as it stands (set
+# no seed inside).
 
 # %% answer grade_id="TensorReduction"
 class TensorReduction(nn.Module):
@@ -438,6 +449,13 @@ def judge():
 
     return Judge("TensorReduction", layer_run(23, "TensorReduction(3, 2)", batch=4, features=3), check)
 ### END JUDGE
+_after = []
+for _seed in (45, 46):
+    torch.manual_seed(_seed)
+    TensorReduction(3, 2)
+    _after.append(torch.rand(1))
+assert not torch.equal(*_after), \
+    "After building a TensorReduction, torch's random numbers no longer depend on the seed set before: set no seed in __init__."
 ### END HIDDEN TESTS
 
 # %% tests grade_id="test_TensorReduction_gradients" points=1

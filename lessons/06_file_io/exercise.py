@@ -375,6 +375,17 @@ _check_file_holds_the_state()
 ### BEGIN HIDDEN TESTS
 _check_resume(lambda params: torch.optim.AdamW(params, lr=0.02, weight_decay=0.1), epoch=0, path_type=Path)
 _check_resume(lambda params: torch.optim.Adam(params, lr=0.01), epoch=17)
+# One file loaded twice, each time into another fresh model: both get the saved state.
+with tempfile.TemporaryDirectory() as _twice_folder:
+    _path = os.path.join(_twice_folder, "twice.pt")
+    _model = _make_model()
+    _call(save_checkpoint, _path, _model, torch.optim.SGD(_model.parameters(), lr=0.1), 6)
+    for _ in range(2):
+        _fresh = _make_model()
+        _call(load_checkpoint, _path, _fresh, torch.optim.SGD(_fresh.parameters(), lr=0.1))
+        assert all(torch.equal(p, q) for p, q in zip(_fresh.parameters(), _model.parameters())), \
+            "Loading one file a second time, into another fresh model, should restore that model too: read the " \
+            "file and load it on every call."
 ### END HIDDEN TESTS
 
 # %% tests grade_id="test_checkpoint_scheduler" points=2
@@ -866,6 +877,11 @@ assert sorted(_loaded) == ["1.bias", "1.weight", "3.weight"], \
 for _key, _value in _target.state_dict().items():
     _expected = _source.state_dict()[_key] if _key in ("1.bias", "1.weight", "3.weight") else _before[_key]
     assert torch.equal(_value, _expected), f"{_key} has the wrong value after load_prefix."
+with torch.no_grad():
+    _target[1].weight.zero_()  # the model changed since the call: the same call again loads again
+load_prefix(_target, _source.state_dict(), ("1.", "3.weight"))
+assert torch.equal(_target[1].weight, _source[1].weight), \
+    "The same call a second time, after the model changed, should load the entries again: keep nothing from an earlier call."
 assert not list(load_prefix(_target, _source.state_dict(), ())), "With no prefixes nothing should be loaded."
 _state = dict(_source.state_dict(), **{"1.scale": torch.ones(3), "head.weight": torch.ones(2, 3)})
 _loaded = load_prefix(_layers(), _state, ["1.", "head."])
@@ -1030,6 +1046,14 @@ with tempfile.TemporaryDirectory() as _folder:
         _refused_anyway = _refused(_folder / "deep.pt") and _refused(_folder / "namespace.pt")
     assert _refused_anyway, \
         "Where torch.load defaults to weights_only=False, safe_load built arbitrary objects: pass weights_only=True yourself."
+with tempfile.TemporaryDirectory() as _folder:  # one path read twice, rewritten in between
+    _path = os.path.join(_folder, "twice.pt")
+    torch.save({"x": torch.ones(2)}, _path)
+    safe_load(_path)
+    torch.save({"x": torch.zeros(2)}, _path)
+    _second = safe_load(_path)
+assert torch.equal(_second["x"], torch.zeros(2)), \
+    "A path read a second time, after the file was rewritten, should give the new content: read the file on every call."
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -437,6 +437,11 @@ _weight = torch.ones(3, requires_grad=True)  # .to(device) keeps a tensor that r
 _moved_to(_weight, _meta, "weight")
 _moved_to({"w": _weight, "named": _Pair(_weight, [_weight, (_weight,)]), "ordered": OrderedDict(w=_weight)}, _meta,
           "trainable_batch")
+_zeros, _one_hot = torch.zeros(5000), torch.zeros(5000)  # print alike ("0., 0., ..., 0."), differ in the middle
+_one_hot[2500] = 1.0
+to_device(_zeros, torch.device("cpu"))
+assert to_device(_one_hot, torch.device("cpu"))[2500].item() == 1.0, \
+    "A second batch that prints like the first should be moved with its own values: move what you are given on every call."
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -593,6 +598,12 @@ _check_timed(torch.device("cuda", 0), 4, "cuda", cost=0.5)
 _check_timed(torch.device("mps"), 3, "mps", cost=1.5)
 _check_timed(torch.device("cpu"), 2, "mps")
 _check_timed(torch.device("cpu"), 1, "cpu", cost=0.25)
+_calls = []
+_fn = lambda: _calls.append(1)
+timed(_fn, torch.device("cpu"), repeats=3)
+timed(_fn, torch.device("cpu"), repeats=3)
+assert len(_calls) >= 6, \
+    f"timed called the same fn {len(_calls)} times over two calls of 3 repeats: time it again on every call."
 ### END HIDDEN TESTS
 
 # %% [markdown]
