@@ -1,24 +1,37 @@
 # One entry point for students, instructors and maintainers. See README.md.
 PYTHON ?= python3
-# VENV=/path/to/an/existing/venv reuses one (a fresh clone need not build its own; make setup
-# then installs only what is missing, and points the environment's editable grader at this checkout).
+# VENV=/path/to/an/existing/venv reuses one (a fresh clone need not build its own). An environment
+# another checkout uses (its editable grader is installed from there: tools/shared_env.py) is never
+# changed: make runs this checkout's grader through PYTHONPATH, and stops if this checkout needs
+# other requirements than that checkout installed.
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-requirements
+SHARED_OWNER := $(shell test -x $(PY) && $(PY) -I tools/shared_env.py owner "$(CURDIR)" 2>/dev/null)
 # Jupyter refuses to run as root unless told; pass the flag only then.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PORT ?= 8888
 HUB_PORT ?= 8000
 export PATH := $(abspath $(VENV))/bin:$(PATH)
+# Every Python that make starts imports this checkout's grader and tools, whichever checkout the
+# environment's editable install points at.
+export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH),)
 
 .PHONY: setup system-packages lab hub hub-member hub-rerelease lesson readme-table test test-fast lint exercises notebooks check-env grade feedback report bench mutants release backup restore clean clean-grading
 
+ifneq ($(SHARED_OWNER),)
+# Another checkout's environment: left as it is (its grader stays pointed at that checkout).
 setup: $(STAMP)
-	@# A shared VENV serves one checkout at a time: its editable grader follows the checkout
-	@# that runs make (a clone's make pointed it at the clone; this points it back).
+	@echo "make: $(VENV) is $(SHARED_OWNER)'s environment, left as it is; make here runs this checkout's grader (PYTHONPATH)"
+
+$(STAMP): requirements.txt pyproject.toml tools/lab_page_config.json
+	@$(PY) -I tools/shared_env.py requirements "$(CURDIR)"
+else
+setup: $(STAMP)
+	@# The environment's editable grader, where it has none (or its checkout is gone).
 	@$(PY) -I -c "import importlib.util as u, os, sys; s = u.find_spec('grader'); \
 		sys.exit(s is None or os.path.dirname(os.path.dirname(s.origin)) != os.path.realpath('.'))" || \
-		{ echo "make: pointing $(VENV)'s grader at $(CURDIR)"; \
+		{ echo "make: installing $(VENV)'s grader from $(CURDIR)"; \
 		$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .; }
 
 # Re-installs only when one of its inputs changes (the stamp is older than it).
@@ -39,6 +52,7 @@ $(STAMP): requirements.txt pyproject.toml tools/lab_page_config.json
 		'from grader.pipeline import student_validate' 'student_validate(get_config())' \
 		> $(VENV)/etc/jupyter/nbgrader_config.py
 	touch $(STAMP)
+endif
 
 lab: setup
 	mkdir -p .exchange
@@ -160,9 +174,12 @@ restore: setup
 	@test -n "$(FROM)" || { echo "usage: make restore FROM=FILE.tar.gz [HUB_STATE=DIR] [FORCE=1]"; exit 2; }
 	$(PY) -m grader.backup restore "$(FROM)" --root "$(CURDIR)" $(if $(HUB_STATE),--hub-state "$(HUB_STATE)",) $(if $(FORCE),--force,) --via-make
 
-# The environment and caches only: the gradebook, hand-ins, feedback and grades stay.
+# The environment and caches only: the gradebook, hand-ins, feedback and grades stay. Only what this
+# checkout made: a VENV outside it (another checkout's, or one it shares) is left alone.
 clean:
-	rm -rf $(VENV) .bench .grader screenshots .pytest_cache
+	@case "$(abspath $(VENV))/" in "$(CURDIR)"/*) rm -rf "$(VENV)";; \
+		*) echo "make clean: left $(VENV) alone: it lies outside this checkout";; esac
+	rm -rf .bench .grader screenshots .pytest_cache
 
 # Deletes every grade and hand-in of this course folder: only with CONFIRM=yes (make backup first).
 clean-grading:
