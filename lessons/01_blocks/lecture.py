@@ -280,6 +280,29 @@ print("buffer dtype:", m.scale.dtype)
 print("parameters  :", len(list(m.parameters())))
 
 # %% [markdown]
+# Two variants. A buffer registered with `persistent=False` still follows
+# `.to()` but is left out of `state_dict`: use it for a value the constructor
+# can rebuild (a mask, a table of positions), so checkpoints stay small and
+# loading neither expects nor overwrites it. And since torch 2.5 a buffer can
+# be declared by assignment, like a parameter: `self.name = nn.Buffer(tensor)`
+# (with the same `persistent` keyword) does what `register_buffer` does, and
+# the attribute then holds a plain tensor.
+
+# %%
+class BufferKinds(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("mask", torch.ones(3, 3).tril(), persistent=False)
+        self.scale = nn.Buffer(torch.ones(3))  # the same as register_buffer("scale", ...)
+        self.positions = nn.Buffer(torch.arange(3.0), persistent=False)
+
+
+kinds = BufferKinds().to(torch.float64)
+print("buffers         :", [name for name, _ in kinds.named_buffers()])
+print("state_dict keys :", list(kinds.state_dict()))
+print("dtypes after .to:", kinds.mask.dtype, kinds.positions.dtype, "| attribute type:", type(kinds.scale).__name__)
+
+# %% [markdown]
 # ## Nesting blocks
 #
 # Blocks compose: a block can hold containers that hold blocks. `print` shows
@@ -342,7 +365,7 @@ from torch.utils import benchmark
 
 def seconds(stmt, **names):
     """Seconds per run of `stmt`: the fastest of the benchmark timer's blocks."""
-    measurement = benchmark.Timer(stmt=stmt, globals=names).blocked_autorange(min_run_time=0.05)
+    measurement = benchmark.Timer(stmt=stmt, globals=names).blocked_autorange(min_run_time=0.04)
     return min(measurement.times)
 
 
@@ -377,15 +400,65 @@ print(f"moving the loop into C++ saved {1 - cpp_times[-1] / python_times[-1]:.0%
       f" batching saved {1 - batch_times[-1] / python_times[-1]:.1%}")
 
 # %% [markdown]
+# When the small operations cannot be batched by hand, torch 2's answer is
+# the compiler. `torch.compile(model)` or, in place, `model.compile()` records
+# the tensor operations that `forward` performs on its first call, hands that
+# graph to a backend (Inductor by default: C++ on a CPU, which needs a C++
+# compiler installed, and Triton kernels on a GPU) and from then on runs the
+# generated code, in which chains of element-wise operations are fused into a
+# few kernels. Four things to know before using it:
+#
+# - the first call compiles, which takes seconds to minutes (longer than this
+#   whole lesson runs, which is why it does not run here), and a call with a
+#   new input shape or dtype can compile again;
+# - Python it cannot record, such as a `while` whose condition reads a
+#   tensor's value (`ReuseAndRescale` above), splits the graph: the pieces
+#   are compiled and the break runs as ordinary Python;
+# - `torch.compile(model)` returns a wrapper around the same parameters whose
+#   `state_dict` keys all start with `_orig_mod.` (`0.weight` becomes
+#   `_orig_mod.0.weight`), so save `model.state_dict()`, not the wrapper's;
+#   `model.compile()` keeps the model's class and its keys;
+# - `mode="reduce-overhead"` also records the GPU kernels as a CUDA graph and
+#   replays it, which removes most of the launch cost lesson 7 measures.
+#
+# ```python
+# model.compile()          # compiled in place; the first call compiles
+# loss = loss_fn(model(X), y)
+# ```
+
+# %% [markdown]
 # ## What comes next: training and evaluation modes, walking the whole tree
 #
-# Some layers behave differently while training: `nn.Dropout` zeroes random
-# entries, BatchNorm updates its running statistics. Every module has a
-# `training` flag for that, and `net.train()` / `net.eval()` set it on the net
-# *and on every module registered below it*, at any depth. A block of your own
-# can read `self.training` in its `forward`, and the flag reaches it there. A
-# module kept in a plain Python list is not registered, so the switch never
-# reaches it.
+# Some layers compute differently while training, so `eval()` changes what a
+# model returns, not only what it remembers. In training, `nn.Dropout(p)`
+# zeroes each entry with probability `p` and multiplies the survivors by
+# `1 / (1 - p)`, which keeps the expected value; in evaluation it returns its
+# input unchanged. In training, BatchNorm normalizes each feature with the
+# mean and variance *of the current batch* (and, on the side, updates its
+# running averages of them), so one example alone cannot be normalized; in
+# evaluation it uses the running averages, and each example's output no
+# longer depends on the rest of the batch.
+
+# %%
+torch.manual_seed(0)
+dropout = nn.Dropout(0.5)
+print("Dropout, train:", dropout(torch.ones(6)))
+print("Dropout, eval: ", dropout.eval()(torch.ones(6)))
+batchnorm = nn.BatchNorm1d(3)
+batch = 5 + 2 * torch.randn(8, 3)
+print("BatchNorm, train, every column's mean is 0:", bool(batchnorm(batch).mean(0).abs().max() < 1e-5))
+print("BatchNorm, eval, column means:", batchnorm.eval()(batch).mean(0).detach())
+try:
+    batchnorm.train()(batch[:1])
+except ValueError as error:
+    print("BatchNorm, train, one example:", error)
+
+# %% [markdown]
+# Every module has a `training` flag for that, and `net.train()` /
+# `net.eval()` set it on the net *and on every module registered below it*,
+# at any depth. A block of your own can read `self.training` in its
+# `forward`, and the flag reaches it there. A module kept in a plain Python
+# list is not registered, so the switch never reaches it.
 
 # %%
 class NoisyBlock(nn.Module):
@@ -411,6 +484,30 @@ noisy.train()
 print("train: two calls agree:", torch.equal(noisy(X4), noisy(X4)))
 
 # %% [markdown]
+# The flag lives on modules, and only modules read it. The functional form
+# `F.dropout(X, p)` is a plain function whose `training` argument defaults to
+# `True`: a `forward` that calls it keeps dropping entries after `eval()`.
+# Pass the module's flag, `F.dropout(X, p, training=self.training)`, or use an
+# `nn.Dropout` child, which reads it for you.
+
+# %%
+class FunctionalDropout(nn.Module):
+    def __init__(self, pass_flag):
+        super().__init__()
+        self.pass_flag = pass_flag
+
+    def forward(self, X):
+        if self.pass_flag:
+            return F.dropout(X, 0.5, training=self.training)
+        return F.dropout(X, 0.5)  # training=True whatever the module's mode
+
+
+ones = torch.ones(2, 4)
+for pass_flag in [False, True]:
+    block = FunctionalDropout(pass_flag).eval()
+    print(f"pass_flag={pass_flag!s:5}: output after eval() equals the input:", torch.equal(block(ones), ones))
+
+# %% [markdown]
 # `modules()` walks that whole tree: the net itself first, then every
 # registered module at any depth, each once. `named_modules()` adds the
 # qualified names (`""` for the net itself, `"1.body.1"` for a module three
@@ -433,12 +530,16 @@ print("Linear layers at any depth:", sum(isinstance(m, nn.Linear) for m in noisy
 # - A container runs every registered position (`_modules.values()`), not
 #   `children()`, which yields a module passed twice only once.
 # - `forward` is Python: reuse a layer to share weights, loop, branch.
-# - Constants that belong to the model are buffers (`register_buffer`).
+# - Constants that belong to the model are buffers (`register_buffer`, or
+#   `nn.Buffer` since torch 2.5); `persistent=False` keeps one out of
+#   `state_dict`.
 # - `train()` and `eval()` set the `training` flag on every registered module
-#   at any depth; `modules()` and `named_modules()` walk the whole tree,
+#   at any depth, which changes outputs (dropout, batch statistics); a
+#   functional call such as `F.dropout` needs `training=self.training`; `modules()` and `named_modules()` walk the whole tree,
 #   `children()` only its first level.
 # - Batch small operations: every call pays Python, the dispatcher and an
 #   allocation (plus a kernel launch on a GPU); a loop moved into C++ drops
-#   the Python loop but still dispatches and allocates once per tensor.
+#   the Python loop but still dispatches and allocates once per tensor;
+#   `torch.compile` / `model.compile()` fuses what it can record.
 #
 # Next: the exercise, `exercises/01_blocks/01_blocks.ipynb`.
