@@ -3,7 +3,8 @@ each one stops the build, with file:line, when a lesson breaks it."""
 
 import pytest
 
-from tools import notebooks, rules
+from tools import clauses as clause_table
+from tools import notebooks, rules, source
 
 pytestmark = pytest.mark.unit
 
@@ -176,10 +177,55 @@ def test_a_further_clause_gets_its_own_tests_cell_and_points(demo_lesson):
         fixtures.read_text() + "\n# %% wrong id=double fails=test_double_sign -- drops the sign\n"
         "def double(x):\n    return 2 * abs(x)\n"
     )
+    with pytest.raises(rules.RuleError, match=r"test_double_sign checks a clause its instructions do not name"):
+        rules.check()
+    _break(demo_lesson / "exercise.py", "# # Exercise 99: Demo\n", SIGN_CLAUSE)
+    fixtures.write_text(
+        fixtures.read_text().replace("id=double fails=test_double_sign", "id=double clause=sign fails=test_double_sign")
+    )
     rules.check()
     _break(demo_lesson / "exercise.py", 'grade_id="test_double_sign"', 'grade_id="test_double"')
     with pytest.raises(rules.RuleError, match="only one"):
         rules.check()
+
+
+SIGN_CLAUSE = "# # Exercise 99: Demo\n#\n# Write `double(x)`: twice `x`, its sign kept. [clause sign]\n"
+
+
+def test_every_clause_has_a_wrong_answer_that_breaks_it_and_the_table_shows_it(demo_lesson):
+    """A requirement tagged [clause NAME] needs a fixture clause=NAME failing the cell that checks it;
+    a fixture cannot name a clause its item lacks; docs/clauses.md lists each with its wrong answers."""
+    _break(demo_lesson / "exercise.py", "# # Exercise 99: Demo\n", SIGN_CLAUSE)
+    with pytest.raises(
+        rules.RuleError, match=r"exercise.py:4: clause sign of double has no wrong answer that breaks it"
+    ):
+        rules.check()
+    fixtures = demo_lesson.parent.parent / "tests" / "wrong_answers" / "99_demo.py"
+    fixtures.write_text(fixtures.read_text().replace("id=double -- squares", "id=double clause=sign -- squares"))
+    rules.check()
+    (demo_lesson.parent.parent / "docs").mkdir()
+    (found,) = clause_table.clauses(source.read_source(demo_lesson / "exercise.py"))
+    assert (found.item, found.name, found.text, found.cell) == (
+        "double",
+        "sign",
+        "Write `double(x)`: twice `x`, its sign kept.",
+        "test_double",
+    )
+    assert (
+        "| `double` | `sign` | Write `double(x)`: twice `x`, its sign kept. | `test_double` | squares |"
+        in clause_table.table()
+    )
+    fixtures.write_text(
+        fixtures.read_text() + "\n# %% wrong id=double clause=sing -- halves\ndef double(x):\n    return x / 2\n"
+    )
+    with pytest.raises(rules.RuleError, match=r"99_demo.py:\d+: clause=sing: double has no clause of that name"):
+        rules.check()
+
+
+def test_the_clause_table_in_the_docs_is_current():
+    assert clause_table.main(["--check"]) == 0, (
+        "docs/clauses.md is not what the sources give: run python -m tools.clauses"
+    )
 
 
 def test_every_answer_needs_two_wrong_answers(demo_lesson):

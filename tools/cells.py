@@ -12,7 +12,9 @@ Wrong answers live in `tests/wrong_answers/<id>.py`, one cell per wrong answer:
 `fails` defaults to `test_<ANSWER_ID>`: that graded test cell must fail and every
 other one must still pass, so the wrong answer costs exactly its item's points.
 `seen_on=device` marks a mistake that shows only off the CPU (an output moved to the CPU):
-the tests catch it on the meta device, and a judge, which computes on the CPU, cannot.
+the tests catch it on a GPU's stand-in, and a judge, which computes on the CPU, cannot.
+`clause=NAME[,NAME]` names the clauses of its item it breaks (tools/clauses.py): every
+clause an exercise's instructions tag needs a wrong answer that names it.
 
 Correct answers written differently from the model solution (another name, a
 default argument, another formula) live in `tests/right_answers/<id>.py`, as
@@ -44,7 +46,8 @@ class WrongAnswer:
     why: str
     code: str
     line: int = 0  # where the fixture starts in its file
-    seen_on: str = ""  # `seen_on=device`: the mistake shows only off the CPU (the tests probe on meta)
+    seen_on: str = ""  # `seen_on=device`: the mistake shows only off the CPU (the tests probe on a simulated GPU)
+    clauses: tuple[str, ...] = ()  # `clause=a,b`: the clauses of its item it breaks (tools/clauses.py)
 
     def __str__(self) -> str:
         return f"{self.lesson}:{self.answer_id}: {self.why}"
@@ -128,6 +131,7 @@ def _read_answers(path: Path, lesson: str, kind: str) -> list[WrongAnswer]:
                     "",
                     number,
                     opts.get("seen_on", ""),
+                    tuple(n for n in opts.get("clause", "").split(",") if n),
                 )
             )
         elif answers:

@@ -27,6 +27,9 @@ The rules, one function each (see RULES at the bottom):
 - every answer has at least two wrong-answer fixtures in
   tests/wrong_answers/<id>.py, every fixture names an existing answer and
   existing tests cells, and every tests cell is failed by some fixture;
+- every clause an item's instructions tag (`[clause NAME]`) has a wrong-answer fixture
+  naming it (`clause=NAME`) that fails the cell checking it, and every `test_X_<clause>`
+  cell's clause is tagged (tools/clauses.py);
 - every judged tests cell is failed by a fixture not marked `seen_on=device` (a
   judge computes on the CPU and must reject one of its item's wrong answers);
 - every answer has at least three right answers in tests/right_answers/<id>.py;
@@ -42,6 +45,7 @@ from pathlib import Path
 
 from grader import judges
 from tools import cells
+from tools import clauses as clause_table
 from tools import source as notebooks
 from tools.source import Source, SourceError
 
@@ -269,6 +273,11 @@ def check_wrong_answers(lesson: str, exercise: Source) -> None:
         )
 
 
+def check_clauses(lesson: str, exercise: Source) -> None:
+    for where, line, rule in clause_table.problems(lesson, exercise)[:1]:
+        fail(where, line, rule)
+
+
 def check_canonical(source: Source) -> None:
     path = notebooks.ROOT / source.path
     if notebooks.canonical(path) != path.read_text(encoding="utf-8"):
@@ -297,6 +306,7 @@ def check_lesson(lesson: str) -> None:
     check_imports(exercise)
     check_judges(exercise)
     check_wrong_answers(lesson, exercise)
+    check_clauses(lesson, exercise)
     check_right_answers(lesson, exercise)
     for source in (lecture, exercise):  # last: the rules above name a broken line more exactly
         check_canonical(source)

@@ -28,6 +28,9 @@
 # ordinary tensors and Python values; an object that only pretends to pass the
 # asserts scores nothing there.
 #
+# Each requirement the tests check ends with its name in brackets, such as
+# `[clause call_module]`: a test that fails is about one of them.
+#
 # Use only `torch`, the standard library, `numpy` and `matplotlib`.
 
 # %%
@@ -45,15 +48,15 @@ _ = torch.manual_seed(0)  # the same random examples on every run
 # Write `MySequential`, a block that chains its child modules in order, like
 # `nn.Sequential`. It takes the modules positionally, `MySequential(m1, m2, m3)`,
 # **or** as one `OrderedDict` mapping names to modules, in which case those names
-# are the children's names (`'hidden.weight'` in the `state_dict`).
+# are the children's names (`'hidden.weight'` in the `state_dict`). [clause ordereddict]
 #
 # The children must be *registered* so that `parameters()`, `state_dict()`,
-# `.to()` and `print` see them. `net[i]` returns the module at position `i` and
+# `.to()` and `print` see them. [clause registered] `net[i]` returns the module at position `i` and
 # `len(net)` counts the positions. As in `nn.Sequential`, a module passed twice
 # (`MySequential(lin, act, lin2, act)`) sits at both positions and is applied
-# both times. Apply each child by calling it, `module(X)`, never
+# both times. [clause repeated] Apply each child by calling it, `module(X)`, never
 # `module.forward(X)`: only the call runs the child's hooks and initializes a
-# lazy child such as `nn.LazyLinear` ("Always call the module", in the lecture).
+# lazy child such as `nn.LazyLinear` ("Always call the module", in the lecture). [clause call_module]
 
 # %% answer grade_id="MySequential"
 class MySequential(nn.Module):
@@ -226,10 +229,10 @@ assert len(list(_repeated.parameters())) == 2, "A module passed twice still has 
 # ## 2. Two branches side by side
 #
 # Write `ParallelBlock(net1, net2, dim=-1)`. Its `forward(X)` runs both networks
-# on the same input `X` (calling them, `net1(X)`, not `net1.forward(X)`) and
-# concatenates their outputs along `dim`. The block uses the two networks it is
+# on the same input `X` [clause same_input] (calling them, `net1(X)`, not `net1.forward(X)`) [clause call_module] and
+# concatenates their outputs along `dim`. [clause concat_dim] The block uses the two networks it is
 # given, not copies: their parameters are the block's parameters, so training
-# the block trains them. It leaves them (and the output) on the device they are on.
+# the block trains them. [clause same_networks] It leaves them (and the output) on the device they are on. [clause device]
 
 # %% answer grade_id="ParallelBlock"
 class ParallelBlock(nn.Module):
@@ -357,10 +360,10 @@ judged["hook_runs"] = len(_jruns)
 # %% [markdown]
 # ## 3. A stack of fresh copies
 #
-# Write `make_stack(factory, n)`: it returns an `nn.Sequential` of `n` modules,
-# each made by its **own** call `factory()` and kept as that call returned it. No
+# Write `make_stack(factory, n)`: it returns an `nn.Sequential` of `n` modules, [clause sequential]
+# each made by its **own** call `factory()` and kept as that call returned it. [clause own_call] No
 # two layers may share parameters, and every call builds a new stack (set no seed
-# inside: the layers draw from torch's generator as it stands).
+# inside: the layers draw from torch's generator as it stands). [clause new_each_call]
 
 # %% answer grade_id="make_stack"
 def make_stack(factory, n):
@@ -425,19 +428,19 @@ assert not torch.equal(*_after), \
 #
 # - a constant random weight of shape `(in_features, in_features)`, drawn once at
 #   construction with `torch.rand` (from torch's generator as it stands: set no
-#   seed inside), held as a **buffer**: it is saved in the
-#   `state_dict` and follows `.to()`, but it is not a parameter and is never trained;
-# - one `nn.Linear(in_features, in_features)`, used **twice** in `forward`.
+#   seed inside), [clause drawn_once] [clause buffer_rand] held as a **buffer**: it is saved in the
+#   `state_dict` and follows `.to()`, but it is not a parameter and is never trained; [clause buffer]
+# - one `nn.Linear(in_features, in_features)`, used **twice** in `forward`. [clause linear_twice]
 #
 # `forward(X)`: apply the linear layer (call it, `self.linear(X)`, so that its
-# hooks run); compute `X @ W` with the constant weight
+# hooks run); [clause call_module] compute `X @ W` with the constant weight
 # `W` (a matrix product, the weight on the right; note that `F.linear(X, W)`
-# would compute `X @ W.T` instead), add 1 and apply ReLU; apply the *same*
+# would compute `X @ W.T` instead), [clause matmul_right] add 1 and apply ReLU; apply the *same*
 # linear layer again; then, while the sum of absolute values is greater than 1,
-# halve it; return the sum of all entries (a scalar). Both uses of the linear
-# layer are part of the computation that `backward()` differentiates, and after
-# `net.to(torch.float64)` the net runs on float64 inputs. Built inside
-# `with torch.device(...)`, the net is made on that device.
+# halve it; [clause halve_loop] return the sum of all entries (a scalar). Both uses of the linear
+# layer are part of the computation that `backward()` differentiates, [clause gradients] and after
+# `net.to(torch.float64)` the net runs on float64 inputs. [clause buffer_float64] Built inside
+# `with torch.device(...)`, the net is made on that device. [clause buffer_device]
 
 # %% answer grade_id="FixedHiddenMLP"
 class FixedHiddenMLP(nn.Module):

@@ -29,6 +29,9 @@
 # ordinary tensors and Python values; an object that only pretends to pass the
 # asserts scores nothing there.
 #
+# Each requirement the tests check ends with its name in brackets, such as
+# `[clause call_module]`: a test that fails is about one of them.
+#
 # Use only `torch`, the standard library, `numpy` and `matplotlib`.
 
 # %%
@@ -43,13 +46,13 @@ _ = torch.manual_seed(0)
 # ## 1. Counting parameters
 #
 # Write `count_parameters(module, trainable_only=True)`: the number of scalar
-# values in the parameters of `module` (a `Linear(4, 3)` has `4 * 3 + 3 = 15`),
-# as an integer, also for a module without parameters (0).
+# values in the parameters of `module` (a `Linear(4, 3)` has `4 * 3 + 3 = 15`), [clause numel]
+# as an integer, also for a module without parameters (0). [clause integer]
 #
-# - A parameter used at several places (tied) is counted **once**.
+# - A parameter used at several places (tied) is counted **once**. [clause tied_once]
 # - With `trainable_only=True` (the default), parameters with
-#   `requires_grad=False` are left out; with `False` every parameter counts.
-# - Buffers (such as a batch norm's running statistics) are not parameters.
+#   `requires_grad=False` are left out; with `False` every parameter counts. [clause trainable_only]
+# - Buffers (such as a batch norm's running statistics) are not parameters. [clause no_buffers]
 
 # %% answer grade_id="count_parameters"
 def count_parameters(module, trainable_only=True):
@@ -149,8 +152,8 @@ judged = {
 # ## 2. A table of parameter shapes
 #
 # Write `param_shapes(module)`: a `dict` that maps each qualified name produced by
-# `module.named_parameters()` (such as `'0.weight'`; frozen parameters are
-# parameters too) to that parameter's shape as a tuple of ints (such as `(8, 4)`).
+# `module.named_parameters()` (such as `'0.weight'`; [clause qualified_names] frozen parameters are
+# parameters too) [clause frozen] to that parameter's shape as a tuple of ints (such as `(8, 4)`). [clause tuple_shapes]
 
 # %% answer grade_id="param_shapes"
 def param_shapes(module):
@@ -235,12 +238,12 @@ judged = {"shapes": param_shapes(_jnet)}
 #
 # Write `make_rgnet()`, returning `nn.Sequential(block2, nn.Linear(4, 1))` where
 # `block2` is an `nn.Sequential` whose four children are named `'block 0'`,
-# `'block 1'`, `'block 2'` and `'block 3'` (with the space), and each of them is a
-# new `nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4), nn.ReLU())`.
-# The four blocks must not share parameters, and each starts from its own
-# random weights, as four separately built blocks do, drawn from torch's
-# generator as it stands (set no seed inside). Name no device: inside
-# `with torch.device(...)` the whole net is made on that device.
+# `'block 1'`, `'block 2'` and `'block 3'` (with the space), [clause names] and each of them is a
+# new `nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4), nn.ReLU())`. [clause block_layers]
+# The four blocks must not share parameters, [clause no_sharing] and each starts from its own
+# random weights, as four separately built blocks do, [clause own_weights] drawn from torch's
+# generator as it stands (set no seed inside). [clause no_seed] Name no device: inside
+# `with torch.device(...)` the whole net is made on that device. [clause device]
 
 # %% answer grade_id="make_rgnet"
 def make_rgnet():
@@ -315,9 +318,9 @@ assert _net is not None and all(p.device.type == "meta" for p in _net.parameters
 # nn.Sequential(nn.Linear(4, width), nn.ReLU(), shared, nn.ReLU(), shared, nn.ReLU(), nn.Linear(width, 1))
 # ```
 #
-# where `shared` is one `nn.Linear(width, width)`: indices 2 and 4 hold **the same
-# module object**, so they share weight and bias. As in `make_rgnet`, name no
-# device and set no seed.
+# where `shared` is one `nn.Linear(width, width)`: [clause width] indices 2 and 4 hold **the same
+# module object**, so they share weight and bias. [clause tied] Every call builds a new net. [clause new_each_call]
+# As in `make_rgnet`, name no device and set no seed. [clause no_seed]
 
 # %% answer grade_id="make_tied_mlp"
 def make_tied_mlp(width=8):
@@ -371,11 +374,11 @@ assert _net is not None and _net[2] is _net[4] and all(p.device.type == "meta" f
 # %% [markdown]
 # ## 5. Freezing by name
 #
-# Write `freeze(module, prefixes)`: set `requires_grad=False` on every parameter
+# Write `freeze(module, prefixes)`: set `requires_grad=False` on every parameter [clause on_parameter]
 # whose qualified name (from `named_parameters()`) **starts with** one of the
-# strings in `prefixes` (a list or tuple), and return the names of the frozen
-# parameters as a list. The other parameters stay as they are: one frozen
-# earlier stays frozen, one that is trainable stays trainable.
+# strings in `prefixes` (a list or tuple), [clause starts_with] and return the names of the frozen
+# parameters as a list. [clause returns_names] The other parameters stay as they are: one frozen
+# earlier stays frozen, one that is trainable stays trainable. [clause others_kept]
 #
 # Example: `freeze(net, ["0."])` freezes `'0.weight'` and `'0.bias'` but not
 # `'2.0.weight'`.
@@ -487,8 +490,9 @@ assert _frozen == ["0.weight", "0.bias", "2.1.weight", "2.1.bias"], \
 
 # %% manual [markdown] grade_id="tied_training_answer" points=1
 # The two places stay identical after every step: they are one module object,
-# so there is one weight tensor, the optimizer holds it once and updates it once
-# per step. Its gradient equals the sum of the twin's two gradients (up to
+# so there is one weight tensor, and an optimizer built from `net.parameters()`
+# (which lists it once) updates it once per step. (A list concatenated module by
+# module would hold it twice: the optimizer only warns and steps it twice.) Its gradient equals the sum of the twin's two gradients (up to
 # rounding): backward adds one term per use of the weight, and in the twin each
 # copy collects only its own use's term. The sum can be longer or shorter than
 # either term, depending on how the two terms are aligned, so the shared weight

@@ -29,6 +29,9 @@
 # that matter here, not every detail, so passing them is strong evidence, not
 # a proof, that a distribution is right.
 #
+# Each requirement the tests check ends with its name in brackets, such as
+# `[clause call_module]`: a test that fails is about one of them.
+#
 # Use only `torch`, the standard library, `numpy` and `matplotlib`.
 
 # %%
@@ -176,13 +179,13 @@ def _simulated_gpu():
 # ## 1. A small normal initializer
 #
 # Write `init_normal(m)`, meant for `net.apply(init_normal)`: if `m` is an
-# `nn.Linear`, fill its weight with samples from N(0, 0.01²) (standard deviation
-# 0.01) and set its bias to zero, **in place** (the layer keeps its parameter
-# objects, so an optimizer built before still trains them); leave every other
-# kind of module untouched.
-# Some `nn.Linear` layers are built with `bias=False`: they have no bias to zero.
+# `nn.Linear`, fill its weight with samples from N(0, 0.01²) [clause normal_std] (standard deviation
+# 0.01) and set its bias to zero, [clause bias_zero] **in place** (the layer keeps its parameter
+# objects, so an optimizer built before still trains them); [clause in_place] leave every other
+# kind of module untouched. [clause only_linear]
+# Some `nn.Linear` layers are built with `bias=False`: they have no bias to zero. [clause no_bias]
 # Draw from torch's generator as it stands (set no seed inside): each layer gets
-# its own values, and the caller's random numbers go on where they were.
+# its own values, and the caller's random numbers go on where they were. [clause no_seed]
 
 # %% answer grade_id="init_normal"
 def init_normal(m):
@@ -278,18 +281,18 @@ assert not torch.equal(*_after), \
 # %% [markdown]
 # ## 2. A strange distribution, written by hand
 #
-# Write `weird_init_(tensor)`. It changes `tensor` **in place** so that each
-# entry, independently, is
+# Write `weird_init_(tensor)`. It changes `tensor` **in place** [clause in_place] so that each
+# entry, independently, is [clause independent]
 #
 # - uniform on [5, 10] with probability 1/4,
 # - exactly 0 with probability 1/2,
-# - uniform on [-10, -5] with probability 1/4,
+# - uniform on [-10, -5] with probability 1/4, [clause distribution]
 #
 # and returns the same tensor (on whatever device it lives: a tensor on a GPU
 # takes part in an operation only with tensors on that GPU (0-d ones aside), so make what you
-# compute from it there, e.g. `torch.rand_like`). The change must not
+# compute from it there, e.g. `torch.rand_like`). [clause in_place_device] The change must not
 # be recorded by autograd, so that it also works on a parameter (`nn.Parameter`)
-# that requires gradients.
+# that requires gradients. [clause in_place_no_autograd]
 #
 # Hint: there is a way with one uniform draw and one multiplication.
 
@@ -424,8 +427,8 @@ assert not bool((_m == 1).any()), "On a GPU the parameter itself should hold the
 # ## 3. Using it on a net
 #
 # Write `my_init(m)`, meant for `net.apply(my_init)`: if `m` is an `nn.Linear`,
-# apply your `weird_init_` to its weight (call it, do not copy its code). Other
-# modules stay untouched.
+# apply your `weird_init_` to its weight [clause weight] (call it, do not copy its code). [clause calls_weird_init] Other
+# modules stay untouched. [clause only_linear]
 
 # %% answer grade_id="my_init"
 def my_init(m):
@@ -543,12 +546,12 @@ assert _initialized(_text[1].weight, _before, _stood_in), "The nn.Linear after a
 # ## 4. Watching activations
 #
 # Write `activation_stds(net, x)`: run `net` on `x` and return a list with the
-# standard deviation of the output of every `nn.Linear` inside `net` (at any
-# depth), in the order in which they run during the forward pass, as plain
-# numbers, not tensors (Python floats from `.item()`; numpy floats do too, and a
+# standard deviation of the output [clause outputs] of every `nn.Linear` inside `net` (at any
+# depth), [clause every_linear] in the order in which they run during the forward pass, [clause order] as plain
+# numbers, not tensors [clause plain_numbers] (Python floats from `.item()`; numpy floats do too, and a
 # tuple does as well as a list). The tests check that the forward pass records no
-# autograd graph (run it under `torch.no_grad()`) and that `net` is left as you
-# found it (no hooks left on it).
+# autograd graph (run it under `torch.no_grad()`) [clause no_trace] and that `net` is left as you
+# found it (no hooks left on it). [clause no_trace_hooks]
 #
 # Hint: a forward hook (`module.register_forward_hook(fn)`) sees each module's
 # output; it returns a handle whose `remove()` takes the hook off again.

@@ -23,6 +23,9 @@
 # means the visible checks pass. When grading, more checks of the same behaviour
 # run on other inputs, so make the code right, not just the examples.
 #
+# Each requirement the tests check ends with its name in brackets, such as
+# `[clause call_module]`: a test that fails is about one of them.
+#
 # Use only `torch`, the standard library, `numpy` and `matplotlib`.
 
 # %%
@@ -34,21 +37,21 @@ _ = torch.manual_seed(0)  # the same random examples on every run
 # %% [markdown]
 # ## 1. Is anything still lazy?
 #
-# Write `has_uninitialized_params(module)`: it returns `True` while **any**
-# parameter or buffer of `module`, or of any module inside it, is still a lazy
+# Write `has_uninitialized_params(module)`: it returns `True` while **any** [clause any]
+# parameter or buffer of `module`, or of any module inside it, [clause any_inside] is still a lazy
 # placeholder, and `False` otherwise. Parameters wait as
 # `torch.nn.parameter.UninitializedParameter`, buffers as
 # `torch.nn.parameter.UninitializedBuffer`: a `LazyBatchNorm1d(affine=False)`
 # has no parameters at all, but its running statistics are lazy buffers, so it
-# counts as lazy (torch's own `has_uninitialized_params()` method of a lazy
+# counts as lazy [clause buffers] (torch's own `has_uninitialized_params()` method of a lazy
 # layer counts buffers too). A placeholder stops being lazy as soon as it gets a
 # shape: after the first forward pass, or when a `state_dict` is loaded into it.
-# The module's class is no guide: after `load_state_dict` a `LazyLinear` keeps
+# The module's class is no guide: [clause not_class] after `load_state_dict` a `LazyLinear` keeps
 # its class until its first call, though its weights are real.
 #
 # Hint: a placeholder cannot tell you its shape (`.shape` raises an error, and
 # `.size()` gives a dummy `(0,)`, the very shape of a real empty tensor such as
-# `torch.empty(0)`, which is not lazy); test what kind of object it is.
+# `torch.empty(0)`, which is not lazy); test what kind of object it is. [clause kind_not_size]
 
 # %% answer grade_id="has_uninitialized_params"
 def has_uninitialized_params(module):
@@ -138,15 +141,15 @@ assert bool(has_uninitialized_params(_fresh)) and not has_uninitialized_params(_
 # Write `apply_init(net, example_input, init_fn=None)`:
 #
 # 1. materialize every lazy parameter with a dry forward pass of `example_input`
-#    through `net`, **without recording gradients** and **in eval mode**, so that
+#    through `net`, **without recording gradients** [clause no_grad] and **in eval mode**, so that [clause modes_eval]
 #    BatchNorm layers (with the default `track_running_stats=True`) neither
 #    update their running statistics nor reject an input with one value per
 #    channel (such as one sample);
-# 2. give every submodule back its **own** previous training mode, in a
-#    `try`/`finally`, so that this happens **also when the dry run raises**;
-#    the error itself still reaches the caller (do not catch it);
-# 3. then, if `init_fn` is given, apply it to every submodule with `net.apply`;
-# 4. return `net`.
+# 2. give every submodule back its **own** previous training mode, [clause modes] in a
+#    `try`/`finally`, so that this happens **also when the dry run raises**; [clause when_it_raises]
+#    the error itself still reaches the caller (do not catch it); [clause when_it_raises_error]
+# 3. then, if `init_fn` is given, [clause after_dry_run] apply it to every submodule with `net.apply`; [clause init_fn_apply]
+# 4. return `net`. [clause returns_net]
 #
 # Remember the mode of every submodule (`net.modules()`), not just of `net`, and
 # restore each one; calling `net.train()` afterwards is not the same. For
@@ -161,9 +164,9 @@ assert bool(has_uninitialized_params(_fresh)) and not has_uninitialized_params(_
 #
 # Call the network as `net(example_input)`: a lazy layer fills in its shape in
 # a forward pre-hook, and `net.forward(...)` skips the hooks of `net` itself (so
-# a bare `nn.LazyLinear` passed as `net` would never materialize). After
+# a bare `nn.LazyLinear` passed as `net` would never materialize). [clause call_module] After
 # `apply_init` the network must train normally: a later forward pass with
-# gradients and `backward()` has to work.
+# gradients and `backward()` has to work. [clause trains_after]
 
 # %% answer grade_id="apply_init"
 def apply_init(net, example_input, init_fn=None):
@@ -401,18 +404,18 @@ assert _modes(_failing_eval) == _modes(_works_eval), \
 #
 # Write `infer_shapes(net, input_shape)`: materialize `net` with a dry run,
 # then return a list of `(qualified_name, shape_tuple)` pairs, one for every
-# parameter, in the order of `named_parameters()`, for example
-# `[('0.weight', (8, 5)), ('0.bias', (8,)), ...]`.
+# parameter, in the order of `named_parameters()`, [clause named_parameters] for example
+# `[('0.weight', (8, 5)), ('0.bias', (8,)), ...]`. [clause list_of_pairs]
 #
-# - The dry run feeds one tensor of **zeros** with shape `input_shape` (which
-#   includes the batch dimension) to `net(...)`. The zeros have the dtype and
+# - The dry run feeds one tensor of **zeros** [clause zeros] with shape `input_shape` (which
+#   includes the batch dimension) [clause input_shape] to `net(...)`. The zeros have the dtype and
 #   device of the network's first parameter (`next(iter(net.parameters()))`; a
 #   lazy placeholder knows its dtype and device too), so a network moved with
-#   `.to(torch.float64)` or to a GPU works. A network without parameters gets
+#   `.to(torch.float64)` or to a GPU works. [clause dtype_device] A network without parameters gets
 #   `torch.zeros(input_shape)`, float32 on the CPU.
-# - As in item 2, the dry run runs **in eval mode** under `torch.no_grad()`, and
+# - As in item 2, the dry run runs **in eval mode** under `torch.no_grad()`, [clause eval_no_grad] and
 #   every submodule gets its own training mode back afterwards, also when the
-#   dry run raises (the error still reaches the caller). BatchNorm's running
+#   dry run raises (the error still reaches the caller). [clause modes] BatchNorm's running
 #   statistics must not move.
 
 # %% answer grade_id="infer_shapes"
@@ -568,21 +571,21 @@ assert not any(isinstance(p, nn.parameter.UninitializedParameter) for _twin in _
 # Write a module `MultiWidthNet(hidden=16, out_features=1)`:
 #
 # - `net(X)` takes `X` of shape `(batch, d)` for any width `d` and returns a
-#   tensor of shape `(batch, out_features)`;
+#   tensor of shape `(batch, out_features)`; [clause sizes]
 # - the first time a width `d` arrives, the network adds an input layer for it
 #   that maps `d` features to `hidden` (an `nn.LazyLinear(hidden)` reads `d` for
 #   you); every later input of width `d`, whatever its batch size, goes through
-#   that same layer;
+#   that same layer; [clause layer_per_width]
 # - every width then shares one body: a ReLU followed by **one**
-#   `nn.Linear(hidden, out_features)`, the same module for all widths. With
+#   `nn.Linear(hidden, out_features)`, the same module for all widths. [clause shared_body] With
 #   `W_d, b_d` the weight and bias of the input layer for width `d` and `W, b`
 #   those of the shared output layer, `net(X)` computes
-#   `relu(X @ W_d.T + b_d) @ W.T + b`;
+#   `relu(X @ W_d.T + b_d) @ W.T + b`; [clause formula]
 # - every layer is registered (seen by `parameters()`, `state_dict()`, `.to()`),
-#   so keep the input layers in an `nn.ModuleDict` (its keys must be strings);
+#   so keep the input layers in an `nn.ModuleDict` (its keys must be strings); [clause registered]
 # - a new input layer is made where the network lives: on the device and with
 #   the dtype of the network (not of the input `X`), which you can read from the
-#   shared output layer's weight (`nn.LazyLinear(hidden, device=..., dtype=...)`).
+#   shared output layer's weight (`nn.LazyLinear(hidden, device=..., dtype=...)`). [clause dtype]
 #   A layer made with the defaults would be float32 on the CPU, so a width that
 #   first arrives after `net.to(torch.float64)` (or after moving the net to a GPU)
 #   would fail. The tests check the dtype and the device, the device on
@@ -590,7 +593,7 @@ assert not any(isinstance(p, nn.parameter.UninitializedParameter) for _twin in _
 #   for a GPU on any machine: after `net.to("meta")` a new width's layer must be
 #   on `meta` too.
 #
-# Set no seed inside: layers draw from torch's generator as it stands. Layers
+# Set no seed inside: [clause no_seed] layers draw from torch's generator as it stands. Layers
 # added by a new width are not in an optimizer built before they existed: in
 # practice, send one batch of every width before building it.
 

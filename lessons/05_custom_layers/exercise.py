@@ -34,6 +34,9 @@
 # without naming a device, so that a layer built under `with torch.device(...)`
 # gets them there, as `nn.Linear` does.
 #
+# Each requirement the tests check ends with its name in brackets, such as
+# `[clause call_module]`: a test that fails is about one of them.
+#
 # Use only `torch`, the standard library, `numpy` and `matplotlib`.
 
 # %%
@@ -46,9 +49,9 @@ _ = torch.manual_seed(0)  # the same random examples on every run
 # %% [markdown]
 # ## 1. A layer without parameters
 #
-# Write `CenteredLayer`: its `forward(X)` returns `X - X.mean()`, the input
-# minus the mean of **all** its entries. It owns no parameters, and it must not
-# change its input.
+# Write `CenteredLayer`: its `forward(X)` returns `X - X.mean()`, [clause formula] the input
+# minus the mean of **all** its entries. [clause all_entries] It owns no parameters, [clause no_parameters] and it must not
+# change its input. [clause no_change]
 
 # %% answer grade_id="CenteredLayer"
 class CenteredLayer(nn.Module):
@@ -132,17 +135,17 @@ judged["grad"] = _jg.grad
 #
 # Write `MyLinear(in_units, units)`: a fully connected layer with a ReLU,
 # `forward(X) = relu(X @ W + b)`, where `W` has shape `(in_units, units)` and
-# `b` has shape `(units,)`. Both are **parameters** (any attribute names will
-# do), and gradients must reach both of them.
+# `b` has shape `(units,)`. [clause formula] Both are **parameters** [clause parameters] (any attribute names will
+# do), and gradients must reach both of them. [clause gradients]
 #
 # The layer must be able to learn as it is constructed, before anyone sets its
-# weights: its initial values are finite and random, and the initial `W` keeps
-# the output's scale near the input's. For inputs of variance 1 the outputs
+# weights: its initial values are finite and random, [clause init] and the initial `W` keeps
+# the output's scale near the input's. [clause init_scale] For inputs of variance 1 the outputs
 # vary about as much as those of `nn.Linear` followed by a ReLU, at any
 # `in_units`. A plain `torch.randn(in_units, units)` does not (the lecture shows
 # why): divide it by `sqrt(in_units)`, or use an initializer of `nn.init`. The
 # bias may start at zero. Draw from torch's generator as it stands (set no seed
-# inside).
+# inside). [clause init_no_seed]
 
 # %% answer grade_id="MyLinear"
 class MyLinear(nn.Module):
@@ -346,15 +349,15 @@ assert not torch.equal(_layers[0](_x), _layers[1](_x)) and not torch.equal(*_aft
 # ## 3. A tensor reduction layer
 #
 # Write `TensorReduction(in_features, out_features)`. It owns one parameter `W`
-# of shape `(in_features, in_features, out_features)`. For `x` of shape
+# of shape `(in_features, in_features, out_features)`. [clause shape] For `x` of shape
 # `(batch, in_features)` it returns `y` of shape `(batch, out_features)` with
 #
-# $$y_{bk} = \sum_{i,j} W_{ijk}\, x_{bi}\, x_{bj}.$$
+# $$y_{bk} = \sum_{i,j} W_{ijk}\, x_{bi}\, x_{bj}.$$ [clause formula]
 #
 # Every output is a quadratic form of the input. `torch.einsum` writes this in
-# one line, but loops are fine too, as long as gradients still reach `W`. Any
+# one line, but loops are fine too, as long as gradients still reach `W`. [clause gradients] Any
 # initialization of `W` will do, drawn from torch's generator as it stands (set
-# no seed inside).
+# no seed inside). [clause no_seed]
 
 # %% answer grade_id="TensorReduction"
 class TensorReduction(nn.Module):
@@ -528,10 +531,10 @@ def judge():
 # ## 4. A Fourier layer
 #
 # Write `FourierHalf`, a layer without parameters. For an input whose last
-# dimension has length `n`, it returns the first `(n + 1) // 2` coefficients of
-# the discrete Fourier transform `torch.fft.fft` along the last dimension. All
+# dimension has length `n`, it returns the first `(n + 1) // 2` coefficients of [clause count]
+# the discrete Fourier transform `torch.fft.fft` [clause complex] along the last dimension. [clause last_dim] All
 # other dimensions (batches) are kept as they are; `n` may be odd or even.
-# Like any layer in a network, it must let gradients flow back to its input.
+# Like any layer in a network, it must let gradients flow back to its input. [clause gradients]
 
 # %% answer grade_id="FourierHalf"
 class FourierHalf(nn.Module):

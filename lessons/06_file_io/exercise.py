@@ -22,6 +22,9 @@
 # the visible checks pass. When grading, more checks of the same behaviour run on
 # other inputs, so make the code right, not just the examples.
 #
+# Each requirement the tests check ends with its name in brackets, such as
+# `[clause call_module]`: a test that fails is about one of them.
+#
 # Use only `torch`, the standard library, `numpy` and `matplotlib`. Your
 # functions write only where they are told: every test gives them a `path`
 # inside a temporary folder of its own and deletes that folder afterwards. (The
@@ -179,19 +182,19 @@ def _simulated_gpu():
 # Write two functions:
 #
 # - `save_checkpoint(path, model, optimizer, epoch, scheduler=None)` writes one
-#   file at `path` holding everything needed to continue training;
+#   file at `path` holding everything needed to continue training; [clause whole_state]
 # - `load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None)`
 #   restores that state into an existing `model`, `optimizer` and, when one is
-#   given, learning-rate `scheduler` (passing `map_location` on to
-#   `torch.load`), and **returns the saved epoch**.
+#   given, learning-rate `scheduler` [clause scheduler] (passing `map_location` on to [clause map_location]
+#   `torch.load`), and **returns the saved epoch**. [clause epoch]
 #
-# The scheduler is optional: the tests call both functions without one (the
+# The scheduler is optional: [clause four_arguments] the tests call both functions without one (the
 # first four arguments only) and with one, such as
 # `torch.optim.lr_scheduler.StepLR`, stepped after every optimizer step. `path`
 # may be a string or a `pathlib.Path`. `map_location` may put the loaded
 # tensors on another device (a GPU); keep in mind what that does to a saved RNG
-# state. The file holds the whole state: a new process, with nothing but the
-# file, must be able to resume from it (the tests read it back themselves).
+# state. The file holds the whole state: [clause map_location_rng] a new process, with nothing but the
+# file, must be able to resume from it (the tests read it back themselves). [clause file_holds]
 # Call `torch.load` through `torch` (the tests simulate a GPU by replacing it
 # for a moment; a name imported on its own keeps the real function).
 #
@@ -208,7 +211,7 @@ def _simulated_gpu():
 # `get_rng_state(_all)`, `set_rng_state(_all)`, ...) with stand-ins that keep a
 # state per GPU, so call them through `torch.cuda` (a name imported on its own,
 # `from torch.cuda import ...`, keeps the real function). After loading, every
-# GPU's generator must be exactly where it was at saving time.
+# GPU's generator must be exactly where it was at saving time. [clause gpu]
 
 # %% answer grade_id="checkpoint"
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
@@ -540,16 +543,16 @@ _check_gpu_generators(epoch=11, path_type=Path)
 # crash in the middle of the write can never leave a partial file at `path`:
 #
 # - if the write fails, whatever file was at `path` before is still there,
-#   unchanged (and if there was none, there is still none);
-# - the error still reaches the caller, who must not believe the save worked;
-# - no temporary file is left behind, after a success or a failure;
+#   unchanged (and if there was none, there is still none); [clause crashes_unchanged]
+# - the error still reaches the caller, who must not believe the save worked; [clause crashes_error]
+# - no temporary file is left behind, after a success or a failure; [clause crashes_no_temp]
 # - every file (or folder) it opens is closed again, so that saving every epoch
-#   never runs out of file descriptors.
+#   never runs out of file descriptors. [clause closes]
 #
-# `path` may be a string or a `pathlib.Path`.
+# `path` may be a string or a `pathlib.Path`. [clause path_types]
 #
-# Write to a temporary file **in the same folder** as `path` (not in `/tmp`, not
-# in the current folder), then move it into place with `os.replace`, which is
+# Write to a temporary file **in the same folder** as `path` [clause crashes_same_folder] (not in `/tmp`, not
+# in the current folder), then move it into place with `os.replace`, [clause crashes_replace] which is
 # atomic within one file system. Another folder may be on another file system,
 # and there `os.replace` fails. The lecture wrote this recipe for any kind of
 # file; here it is for `torch.save`.
@@ -815,14 +818,14 @@ with tempfile.TemporaryDirectory() as _folder:
 # ## 3. Loading part of a model
 #
 # Transfer learning often reuses only some layers of a trained network. Write
-# `load_prefix(model, state_dict, prefixes)`: copy into `model` only the entries
-# of `state_dict` whose keys start with one of the strings in `prefixes` (a list
+# `load_prefix(model, state_dict, prefixes)`: copy into `model` only the entries [clause copies]
+# of `state_dict` whose keys start with one of the strings in `prefixes` [clause starts_with] (a list
 # or tuple, possibly empty), leave every other parameter and buffer of `model`
-# untouched, and return the keys that were loaded (any list, tuple or set of
-# them). A key under a prefix that `model` does not have (the source network
+# untouched, [clause others_untouched] and return the keys that were loaded (any list, tuple or set of
+# them). [clause returns_loaded] A key under a prefix that `model` does not have (the source network
 # had an extra layer) is not loaded: skip it without an error, and do not
-# return it. Buffers count like parameters, and the model must not share
-# memory with the given `state_dict` afterwards.
+# return it. [clause unknown_keys] Buffers count like parameters, [clause buffers] and the model must not share
+# memory with the given `state_dict` afterwards. [clause no_sharing]
 
 # %% answer grade_id="load_prefix"
 def load_prefix(model, state_dict, prefixes):
@@ -908,12 +911,12 @@ assert not torch.equal(_fresh[0].weight, _state["0.weight"]), \
 # ## 4. Loading untrusted files safely
 #
 # Write `safe_load(path)`: it loads files holding tensors, lists, tuples, dicts,
-# numbers, strings, `None` and `state_dict`s, onto the CPU, and **raises an
+# numbers, strings, `None` and `state_dict`s, onto the CPU, [clause cpu] and **raises an
 # exception** for a file whose pickle would construct arbitrary objects or call
-# arbitrary functions. It must never fall back to an unsafe load, it must not
-# trust a file just because the file says which classes it needs, and it must
+# arbitrary functions. [clause raises] It must never fall back to an unsafe load, [clause no_fallback] it must not
+# trust a file just because the file says which classes it needs, [clause no_trusting] and it must
 # not rely on torch's default for `weights_only` (`False` before torch 2.6, and
-# an environment variable can still switch it off). `path` may be a string or a
+# an environment variable can still switch it off). [clause explicit_weights_only] `path` may be a string or a
 # `pathlib.Path`.
 
 # %% answer grade_id="safe_load"

@@ -32,6 +32,9 @@
 # imported on its own (`from torch.cuda import device_count`) keeps the real
 # function, which the tests cannot replace.
 #
+# Each requirement the tests check ends with its name in brackets, such as
+# `[clause call_module]`: a test that fails is about one of them.
+#
 # Use only `torch`, the standard library, `numpy` and `matplotlib`.
 
 # %%
@@ -214,9 +217,9 @@ def _device_ops(fn):
 # %% [markdown]
 # ## 1. One device with a fallback
 #
-# Write `try_gpu(i=0)`. It returns `torch.device("cuda:i")` if there are more
-# than `i` CUDA devices; otherwise `torch.device("mps")` if `i == 0` and MPS is
-# available; otherwise `torch.device("cpu")`.
+# Write `try_gpu(i=0)`. [clause real_device] It returns `torch.device("cuda:i")` if there are more
+# than `i` CUDA devices; [clause cuda_count] otherwise `torch.device("mps")` if `i == 0` and MPS is
+# available; otherwise `torch.device("cpu")`. [clause fallbacks]
 #
 # Spell out each fallback with the vendor-specific queries
 # (`torch.cuda.device_count()`, `torch.backends.mps.is_available()`), or build
@@ -290,9 +293,9 @@ with _simulated(cuda=1):
 # %% [markdown]
 # ## 2. All devices
 #
-# Write `try_all_gpus()`: a list of all CUDA devices (`cuda:0`, `cuda:1`, ...)
-# if there are any; otherwise `[torch.device("mps")]` if MPS is available;
-# otherwise `[torch.device("cpu")]`. It is never empty. As in item 1, the
+# Write `try_all_gpus()`: a list of all CUDA devices (`cuda:0`, `cuda:1`, ...) [clause all_cuda]
+# if there are any; otherwise `[torch.device("mps")]` if MPS is available; [clause mps_after_cuda]
+# otherwise `[torch.device("cpu")]`. It is never empty. [clause never_empty] As in item 1, the
 # vendor-specific queries and `torch.accelerator` (the lecture's `all_devices`)
 # both work.
 
@@ -345,13 +348,13 @@ assert len(_devices(try_all_gpus())) >= 1, "On this machine the list should not 
 #
 # A batch from a data loader is often a nest of containers: a tuple of tensors,
 # a dict with tensors and metadata, a namedtuple. Write `to_device(obj, device)`:
-# it returns a copy of `obj` in which every tensor, however deeply nested in
-# lists, tuples and dicts, has been moved with `.to(device)` (so a tensor that
-# requires grad still does, as `.to` keeps it in the autograd graph). Every container
+# it returns a copy of `obj` [clause copy] in which every tensor, however deeply nested in [clause nested]
+# lists, tuples and dicts, has been moved with `.to(device)` [clause moved] (so a tensor that
+# requires grad still does, as `.to` keeps it in the autograd graph). [clause grad] Every container
 # comes back as the same type it was: a list stays a list, a tuple a tuple, a
 # namedtuple that same namedtuple (so `batch.x` still works), a dict a dict with
-# the same keys, an `OrderedDict` an `OrderedDict`. Everything that is not a
-# tensor or a container (numbers, strings, `None`, ...) is kept as it is.
+# the same keys, an `OrderedDict` an `OrderedDict`. [clause same_types] Everything that is not a
+# tensor or a container (numbers, strings, `None`, ...) is kept as it is. [clause kept]
 #
 # Tip: the `meta` device exists on every machine, so you can try this out even
 # without a GPU: `to_device(batch, torch.device("meta"))`.
@@ -447,18 +450,18 @@ assert to_device(_one_hot, torch.device("cpu"))[2500].item() == 1.0, \
 # %% [markdown]
 # ## 4. Timing with synchronization
 #
-# Write `timed(fn, device, repeats=10)`: it calls `fn()` `repeats` times and
-# returns the **seconds per call** (a float). Accelerators run asynchronously,
+# Write `timed(fn, device, repeats=10)`: it calls `fn()` `repeats` times [clause calls_fn] and
+# returns the **seconds per call** (a float). [clause per_call] Accelerators run asynchronously,
 # CUDA GPUs and Apple's MPS alike, so when `device` is not the CPU, wait for
-# **that** device before **each** read of the clock (`time.perf_counter()`), as
+# **that** device before **each** read of the clock (`time.perf_counter()`), [clause sync_each_read] as
 # the lecture's `synchronize` helper does: `torch.accelerator.synchronize`
 # works for any accelerator, `torch.cuda.synchronize` and
-# `torch.mps.synchronize` for their own kind. Give the CUDA and the
-# accelerator functions the device: without it they wait for the *current*
+# `torch.mps.synchronize` for their own kind. [clause sync_own_kind] Give the CUDA and the
+# accelerator functions the device: [clause sync_named] without it they wait for the *current*
 # device, which on a machine with two GPUs may not be the one you were given.
-# On the CPU nothing is queued: there is nothing to wait for (on a machine
+# On the CPU nothing is queued: there is nothing to wait for [clause cpu_no_sync] (on a machine
 # without an accelerator every one of these raises). A warm-up call before
-# timing is allowed, outside the timed window. The lecture's
+# timing is allowed, outside the timed window. [clause warm_up] The lecture's
 # `torch.utils.benchmark.Timer` is a fine clock too (its own synchronize waits
 # for the current device only: wait for yours in the timed statement, as the
 # lecture's `per_call` does).
@@ -611,17 +614,17 @@ assert len(_calls) >= 6, \
 #
 # Write `log_norms(n, size, device, on_device=True)`. It first seeds the random
 # number generator (`torch.manual_seed` with a fixed number of your choice, or a
-# seeded `torch.Generator`), so that every call returns the same values. Then, for
-# each of `n` steps, it draws two fresh `size x size` matrices with `torch.randn`
-# **on the CPU** (so the values do not depend on the device), moves them to
-# `device`, multiplies them (`A @ B`) and takes the Frobenius norm of the product.
+# seeded `torch.Generator`), so that every call returns the same values. [clause seeded] Then, for
+# each of `n` steps, it draws two fresh `size x size` matrices [clause fresh] with `torch.randn`
+# **on the CPU** (so the values do not depend on the device), [clause cpu_draws] moves them to
+# `device`, [clause on_device_work] multiplies them (`A @ B`) and takes the Frobenius norm of the product. [clause formula]
 #
 # - `on_device=True`: keep the norms on the device and move them to the CPU
-#   **once**, at the end.
+#   **once**, at the end. [clause once]
 # - `on_device=False`: move each norm to the CPU as soon as it is computed
-#   (`.item()`), in every step.
+#   (`.item()`), in every step. [clause every_step]
 #
-# Either way return a list of `n` Python floats; both ways give the same list.
+# Either way return a list of `n` Python floats; [clause floats] both ways give the same list.
 # Besides the values, the tests count how often values cross from the device to
 # the host (on a simulated device, see `_host_reads` above), whatever call makes
 # them cross.

@@ -1,7 +1,7 @@
 # Wrong answers students really write for exercise 1, one cell each.
 # Each must lose exactly its own item's points (see tools/cells.py).
 
-# %% wrong id=MySequential fails=test_MySequential,test_MySequential_ordereddict,test_MySequential_repeated -- keeps the modules in a plain Python list
+# %% wrong id=MySequential clause=registered fails=test_MySequential,test_MySequential_ordereddict,test_MySequential_repeated -- keeps the modules in a plain Python list
 class MySequential(nn.Module):
     def __init__(self, *modules):
         super().__init__()
@@ -18,7 +18,7 @@ class MySequential(nn.Module):
     def __len__(self):
         return len(self.layers)
 
-# %% wrong id=MySequential fails=test_MySequential_ordereddict,test_MySequential_repeated -- registers an OrderedDict argument as if it were one module
+# %% wrong id=MySequential clause=ordereddict fails=test_MySequential_ordereddict,test_MySequential_repeated -- registers an OrderedDict argument as if it were one module
 class MySequential(nn.Module):
     def __init__(self, *modules):
         super().__init__()
@@ -36,7 +36,7 @@ class MySequential(nn.Module):
     def __len__(self):
         return len(self._modules)
 
-# %% wrong id=MySequential fails=test_MySequential_ordereddict,test_MySequential_repeated -- numbers the OrderedDict's modules instead of using its names
+# %% wrong id=MySequential clause=ordereddict fails=test_MySequential_ordereddict,test_MySequential_repeated -- numbers the OrderedDict's modules instead of using its names
 class MySequential(nn.Module):
     def __init__(self, *modules):
         super().__init__()
@@ -56,7 +56,7 @@ class MySequential(nn.Module):
     def __len__(self):
         return len(self._modules)
 
-# %% wrong id=MySequential fails=test_MySequential_ordereddict,test_MySequential_repeated -- looks children up by str(i), which fails for named ones
+# %% wrong id=MySequential clause=ordereddict fails=test_MySequential_ordereddict,test_MySequential_repeated -- looks children up by str(i), which fails for named ones
 class MySequential(nn.Module):
     def __init__(self, *modules):
         super().__init__()
@@ -78,7 +78,7 @@ class MySequential(nn.Module):
     def __len__(self):
         return len(self._modules)
 
-# %% wrong id=ParallelBlock -- always concatenates along dim 1, ignoring dim
+# %% wrong id=ParallelBlock clause=concat_dim -- always concatenates along dim 1, ignoring dim
 class ParallelBlock(nn.Module):
     def __init__(self, net1, net2, dim=-1):
         super().__init__()
@@ -87,7 +87,7 @@ class ParallelBlock(nn.Module):
     def forward(self, X):
         return torch.cat((self.net1(X), self.net2(X)), dim=1)
 
-# %% wrong id=ParallelBlock -- keeps the branches in a plain list
+# %% wrong id=ParallelBlock clause=same_networks -- keeps the branches in a plain list
 class ParallelBlock(nn.Module):
     def __init__(self, net1, net2, dim=-1):
         super().__init__()
@@ -97,7 +97,7 @@ class ParallelBlock(nn.Module):
     def forward(self, X):
         return torch.cat([net(X) for net in self.nets], dim=self.dim)
 
-# %% wrong id=ParallelBlock -- feeds the first branch's output into the second
+# %% wrong id=ParallelBlock clause=same_input -- feeds the first branch's output into the second
 class ParallelBlock(nn.Module):
     def __init__(self, net1, net2, dim=-1):
         super().__init__()
@@ -107,15 +107,15 @@ class ParallelBlock(nn.Module):
         Y = self.net1(X)
         return torch.cat((Y, self.net2(Y)), dim=self.dim)
 
-# %% wrong id=make_stack -- repeats one module object n times
+# %% wrong id=make_stack clause=own_call -- repeats one module object n times
 def make_stack(factory, n):
     return nn.Sequential(*([factory()] * n))
 
-# %% wrong id=make_stack -- returns a plain list of modules
+# %% wrong id=make_stack clause=sequential -- returns a plain list of modules
 def make_stack(factory, n):
     return [factory() for _ in range(n)]
 
-# %% wrong id=make_stack -- copies the first layer's weights into the others
+# %% wrong id=make_stack clause=own_call -- copies the first layer's weights into the others
 def make_stack(factory, n):
     first = factory()
     layers = [first]
@@ -126,7 +126,7 @@ def make_stack(factory, n):
         layers.append(layer)
     return nn.Sequential(*layers)
 
-# %% wrong id=FixedHiddenMLP fails=test_FixedHiddenMLP_buffer -- holds the constant as a plain tensor attribute
+# %% wrong id=FixedHiddenMLP clause=buffer fails=test_FixedHiddenMLP_buffer -- holds the constant as a plain tensor attribute
 class FixedHiddenMLP(nn.Module):
     def __init__(self, in_features=20):
         super().__init__()
@@ -141,7 +141,7 @@ class FixedHiddenMLP(nn.Module):
             X = X / 2
         return X.sum()
 
-# %% wrong id=FixedHiddenMLP fails=test_FixedHiddenMLP_buffer -- makes the constant a frozen nn.Parameter
+# %% wrong id=FixedHiddenMLP clause=buffer fails=test_FixedHiddenMLP_buffer -- makes the constant a frozen nn.Parameter
 class FixedHiddenMLP(nn.Module):
     def __init__(self, in_features=20):
         super().__init__()
@@ -156,7 +156,7 @@ class FixedHiddenMLP(nn.Module):
             X = X / 2
         return X.sum()
 
-# %% wrong id=FixedHiddenMLP fails=test_FixedHiddenMLP,test_FixedHiddenMLP_buffer -- uses two different linear layers
+# %% wrong id=FixedHiddenMLP clause=linear_twice fails=test_FixedHiddenMLP,test_FixedHiddenMLP_buffer -- uses two different linear layers
 class FixedHiddenMLP(nn.Module):
     def __init__(self, in_features=20):
         super().__init__()
@@ -172,7 +172,7 @@ class FixedHiddenMLP(nn.Module):
             X = X / 2
         return X.sum()
 
-# %% wrong id=FixedHiddenMLP -- forgets the rescaling loop
+# %% wrong id=FixedHiddenMLP clause=halve_loop -- forgets the rescaling loop
 class FixedHiddenMLP(nn.Module):
     def __init__(self, in_features=20):
         super().__init__()
@@ -185,7 +185,7 @@ class FixedHiddenMLP(nn.Module):
         X = self.linear(X)
         return X.sum()
 
-# %% wrong id=FixedHiddenMLP -- draws a new random weight on every forward call
+# %% wrong id=FixedHiddenMLP clause=drawn_once -- draws a new random weight on every forward call
 class FixedHiddenMLP(nn.Module):
     def __init__(self, in_features=20):
         super().__init__()
@@ -200,7 +200,7 @@ class FixedHiddenMLP(nn.Module):
             X = X / 2
         return X.sum()
 
-# %% wrong id=MySequential fails=test_MySequential_repeated -- loops over children(), so a module passed twice runs once
+# %% wrong id=MySequential clause=repeated fails=test_MySequential_repeated -- loops over children(), so a module passed twice runs once
 class MySequential(nn.Module):
     def __init__(self, *modules):
         super().__init__()
@@ -222,7 +222,7 @@ class MySequential(nn.Module):
     def __len__(self):
         return len(self._modules)
 
-# %% wrong id=FixedHiddenMLP -- multiplies by the constant with F.linear, which is X @ W.T
+# %% wrong id=FixedHiddenMLP clause=matmul_right -- multiplies by the constant with F.linear, which is X @ W.T
 class FixedHiddenMLP(nn.Module):
     def __init__(self, in_features=20):
         super().__init__()
@@ -237,7 +237,7 @@ class FixedHiddenMLP(nn.Module):
             X = X / 2
         return X.sum()
 
-# %% wrong id=MySequential fails=test_MySequential_repeated -- runs each distinct module once (dict.fromkeys keeps the order but drops a repeat)
+# %% wrong id=MySequential clause=repeated fails=test_MySequential_repeated -- runs each distinct module once (dict.fromkeys keeps the order but drops a repeat)
 class MySequential(nn.Module):
     def __init__(self, *modules):
         super().__init__()
@@ -259,7 +259,7 @@ class MySequential(nn.Module):
     def __len__(self):
         return len(self._modules)
 
-# %% wrong id=MySequential fails=test_MySequential_repeated -- forward right, but net[i] indexes children(), so a repeated module has one index
+# %% wrong id=MySequential clause=repeated fails=test_MySequential_repeated -- forward right, but net[i] indexes children(), so a repeated module has one index
 class MySequential(nn.Module):
     def __init__(self, *modules):
         super().__init__()
@@ -281,7 +281,7 @@ class MySequential(nn.Module):
     def __len__(self):
         return len(self._modules)
 
-# %% wrong id=MySequential fails=test_MySequential_repeated -- forward right, but len() counts children(), so a repeated module counts once
+# %% wrong id=MySequential clause=repeated fails=test_MySequential_repeated -- forward right, but len() counts children(), so a repeated module counts once
 class MySequential(nn.Module):
     def __init__(self, *modules):
         super().__init__()
@@ -303,7 +303,7 @@ class MySequential(nn.Module):
     def __len__(self):
         return len(list(self.children()))
 
-# %% wrong id=MySequential fails=test_MySequential_repeated -- keys the children by module, so a module passed twice is registered once
+# %% wrong id=MySequential clause=repeated fails=test_MySequential_repeated -- keys the children by module, so a module passed twice is registered once
 class MySequential(nn.Module):
     def __init__(self, *modules):
         super().__init__()
@@ -325,7 +325,7 @@ class MySequential(nn.Module):
     def __len__(self):
         return len(self._modules)
 
-# %% wrong id=FixedHiddenMLP fails=test_FixedHiddenMLP_buffer -- registers the constant as a non-persistent buffer, so the state_dict leaves it out
+# %% wrong id=FixedHiddenMLP clause=buffer fails=test_FixedHiddenMLP_buffer -- registers the constant as a non-persistent buffer, so the state_dict leaves it out
 class FixedHiddenMLP(nn.Module):
     def __init__(self, in_features=20):
         super().__init__()
@@ -340,7 +340,7 @@ class FixedHiddenMLP(nn.Module):
             X = X / 2
         return X.sum()
 
-# %% wrong id=make_stack -- deep-copies one factory() result, so every layer starts from the same weights
+# %% wrong id=make_stack clause=own_call -- deep-copies one factory() result, so every layer starts from the same weights
 import copy
 
 
@@ -348,7 +348,7 @@ def make_stack(factory, n):
     first = factory()
     return nn.Sequential(*(copy.deepcopy(first) for _ in range(n)))
 
-# %% wrong id=ParallelBlock -- detaches the second branch's output, so no gradient reaches net2
+# %% wrong id=ParallelBlock clause=same_networks -- detaches the second branch's output, so no gradient reaches net2
 class ParallelBlock(nn.Module):
     def __init__(self, net1, net2, dim=-1):
         super().__init__()
@@ -357,7 +357,7 @@ class ParallelBlock(nn.Module):
     def forward(self, X):
         return torch.cat((self.net1(X), self.net2(X).detach()), dim=self.dim)
 
-# %% wrong id=FixedHiddenMLP fails=test_FixedHiddenMLP_buffer -- draws the constant with torch.randn instead of torch.rand
+# %% wrong id=FixedHiddenMLP clause=buffer_rand fails=test_FixedHiddenMLP_buffer -- draws the constant with torch.randn instead of torch.rand
 class FixedHiddenMLP(nn.Module):
     def __init__(self, in_features=20):
         super().__init__()
@@ -372,7 +372,7 @@ class FixedHiddenMLP(nn.Module):
             X = X / 2
         return X.sum()
 
-# %% wrong id=FixedHiddenMLP -- runs the shared layer's first use under torch.no_grad(), so its gradient misses that use's share
+# %% wrong id=FixedHiddenMLP clause=gradients -- runs the shared layer's first use under torch.no_grad(), so its gradient misses that use's share
 class FixedHiddenMLP(nn.Module):
     def __init__(self, in_features=20):
         super().__init__()
@@ -388,7 +388,7 @@ class FixedHiddenMLP(nn.Module):
             X = X / 2
         return X.sum()
 
-# %% wrong id=FixedHiddenMLP fails=test_FixedHiddenMLP_buffer -- keeps the constant as a plain attribute and registers the same tensor as a buffer for show, so after .to() forward still uses the old one
+# %% wrong id=FixedHiddenMLP clause=buffer_float64 fails=test_FixedHiddenMLP_buffer -- keeps the constant as a plain attribute and registers the same tensor as a buffer for show, so after .to() forward still uses the old one
 class FixedHiddenMLP(nn.Module):
     def __init__(self, in_features=20):
         super().__init__()
@@ -404,7 +404,7 @@ class FixedHiddenMLP(nn.Module):
             X = X / 2
         return X.sum()
 
-# %% wrong id=FixedHiddenMLP -- halves while the absolute sum is at least 1, so a sum of exactly 1 is halved once more
+# %% wrong id=FixedHiddenMLP clause=halve_loop -- halves while the absolute sum is at least 1, so a sum of exactly 1 is halved once more
 class FixedHiddenMLP(nn.Module):
     def __init__(self, in_features=20):
         super().__init__()
@@ -442,7 +442,7 @@ class MySequential(nn.Module):
     def __len__(self):
         return len(self._modules)
 
-# %% wrong id=ParallelBlock seen_on=device -- moves both outputs to the CPU before joining them, so a model on a GPU answers on the CPU
+# %% wrong id=ParallelBlock clause=device seen_on=device -- moves both outputs to the CPU before joining them, so a model on a GPU answers on the CPU
 class ParallelBlock(nn.Module):
     def __init__(self, net1, net2, dim=-1):
         super().__init__()
@@ -451,7 +451,7 @@ class ParallelBlock(nn.Module):
     def forward(self, X):
         return torch.cat((self.net1(X).cpu(), self.net2(X).cpu()), dim=self.dim)
 
-# %% wrong id=MySequential -- calls each child's forward(X) instead of the child itself, so the children's hooks never run and a lazy child is never initialized
+# %% wrong id=MySequential clause=call_module -- calls each child's forward(X) instead of the child itself, so the children's hooks never run and a lazy child is never initialized
 class MySequential(nn.Module):
     def __init__(self, *modules):
         super().__init__()
@@ -473,7 +473,7 @@ class MySequential(nn.Module):
     def __len__(self):
         return len(self._modules)
 
-# %% wrong id=ParallelBlock -- calls net1.forward(X) and net2.forward(X) instead of the branches themselves, so their hooks never run and a lazy branch is never initialized
+# %% wrong id=ParallelBlock clause=call_module -- calls net1.forward(X) and net2.forward(X) instead of the branches themselves, so their hooks never run and a lazy branch is never initialized
 class ParallelBlock(nn.Module):
     def __init__(self, net1, net2, dim=-1):
         super().__init__()
@@ -482,7 +482,7 @@ class ParallelBlock(nn.Module):
     def forward(self, X):
         return torch.cat((self.net1.forward(X), self.net2.forward(X)), dim=self.dim)
 
-# %% wrong id=ParallelBlock -- deep-copies the branches it is given, so training the block never reaches the caller's networks
+# %% wrong id=ParallelBlock clause=same_networks -- deep-copies the branches it is given, so training the block never reaches the caller's networks
 import copy
 
 
@@ -494,7 +494,7 @@ class ParallelBlock(nn.Module):
     def forward(self, X):
         return torch.cat((self.net1(X), self.net2(X)), dim=self.dim)
 
-# %% wrong id=FixedHiddenMLP -- calls self.linear.forward(X) instead of self.linear(X), so the layer's hooks never run
+# %% wrong id=FixedHiddenMLP clause=call_module -- calls self.linear.forward(X) instead of self.linear(X), so the layer's hooks never run
 class FixedHiddenMLP(nn.Module):
     def __init__(self, in_features=20):
         super().__init__()
@@ -509,7 +509,7 @@ class FixedHiddenMLP(nn.Module):
             X = X / 2
         return X.sum()
 
-# %% wrong id=FixedHiddenMLP -- halves while the absolute value of the sum is greater than 1 (X.sum().abs()), not the sum of absolute values
+# %% wrong id=FixedHiddenMLP clause=halve_loop -- halves while the absolute value of the sum is greater than 1 (X.sum().abs()), not the sum of absolute values
 class FixedHiddenMLP(nn.Module):
     def __init__(self, in_features=20):
         super().__init__()
@@ -524,7 +524,7 @@ class FixedHiddenMLP(nn.Module):
             X = X / 2
         return X.sum()
 
-# %% wrong id=FixedHiddenMLP -- applies the layer through F.linear with its own weight and bias instead of calling it, so the layer's hooks never run
+# %% wrong id=FixedHiddenMLP clause=call_module -- applies the layer through F.linear with its own weight and bias instead of calling it, so the layer's hooks never run
 class FixedHiddenMLP(nn.Module):
     def __init__(self, in_features=20):
         super().__init__()
@@ -535,6 +535,26 @@ class FixedHiddenMLP(nn.Module):
         X = F.linear(X, self.linear.weight, self.linear.bias)
         X = F.relu(X @ self.rand_weight + 1)
         X = F.linear(X, self.linear.weight, self.linear.bias)
+        while X.abs().sum() > 1:
+            X = X / 2
+        return X.sum()
+
+# %% wrong id=make_stack clause=new_each_call -- seeds torch's generator first, so every stack starts from the same weights and the caller's random numbers restart
+def make_stack(factory, n):
+    torch.manual_seed(0)
+    return nn.Sequential(*(factory() for _ in range(n)))
+
+# %% wrong id=FixedHiddenMLP clause=buffer_device fails=test_FixedHiddenMLP_buffer -- draws the constant on the CPU by name (device="cpu"), so a net built under a GPU default device holds a CPU constant
+class FixedHiddenMLP(nn.Module):
+    def __init__(self, in_features=20):
+        super().__init__()
+        self.register_buffer("rand_weight", torch.rand(in_features, in_features, device="cpu"))
+        self.linear = nn.Linear(in_features, in_features)
+
+    def forward(self, X):
+        X = self.linear(X)
+        X = F.relu(X @ self.rand_weight + 1)
+        X = self.linear(X)
         while X.abs().sum() > 1:
             X = X / 2
         return X.sum()

@@ -1,7 +1,7 @@
 # Wrong answers students really write for exercise 6, one cell each.
 # Each must lose exactly its own item's points (see tools/cells.py).
 
-# %% wrong id=checkpoint fails=test_checkpoint,test_checkpoint_gpu,test_checkpoint_map_location,test_checkpoint_scheduler -- saves model, optimizer and epoch but not the RNG state
+# %% wrong id=checkpoint clause=whole_state fails=test_checkpoint,test_checkpoint_gpu,test_checkpoint_map_location,test_checkpoint_scheduler -- saves model, optimizer and epoch but not the RNG state
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "scheduler": scheduler.state_dict() if scheduler else None}, path)
@@ -15,7 +15,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
         scheduler.load_state_dict(state["scheduler"])
     return state["epoch"]
 
-# %% wrong id=checkpoint fails=test_checkpoint,test_checkpoint_gpu,test_checkpoint_map_location,test_checkpoint_scheduler -- saves only the model, so momentum and Adam moments restart from zero
+# %% wrong id=checkpoint clause=whole_state fails=test_checkpoint,test_checkpoint_gpu,test_checkpoint_map_location,test_checkpoint_scheduler -- saves only the model, so momentum and Adam moments restart from zero
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "epoch": epoch, "rng": torch.get_rng_state(),
                 "python_rng": random.getstate(), "scheduler": scheduler.state_dict() if scheduler else None}, path)
@@ -30,7 +30,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     random.setstate(state["python_rng"])
     return state["epoch"]
 
-# %% wrong id=checkpoint fails=test_checkpoint,test_checkpoint_gpu,test_checkpoint_map_location,test_checkpoint_scheduler -- stores the initial seed and re-seeds, instead of the RNG state itself
+# %% wrong id=checkpoint clause=whole_state fails=test_checkpoint,test_checkpoint_gpu,test_checkpoint_map_location,test_checkpoint_scheduler -- stores the initial seed and re-seeds, instead of the RNG state itself
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "seed": torch.initial_seed(), "python_rng": random.getstate(),
@@ -47,7 +47,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     random.setstate(state["python_rng"])
     return state["epoch"]
 
-# %% wrong id=checkpoint fails=test_checkpoint,test_checkpoint_gpu,test_checkpoint_map_location,test_checkpoint_scheduler -- saves torch's RNG state but not the state of Python's random module
+# %% wrong id=checkpoint clause=whole_state fails=test_checkpoint,test_checkpoint_gpu,test_checkpoint_map_location,test_checkpoint_scheduler -- saves torch's RNG state but not the state of Python's random module
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "rng": torch.get_rng_state(), "scheduler": scheduler.state_dict() if scheduler else None}, path)
@@ -62,7 +62,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     torch.set_rng_state(state["rng"].cpu())
     return state["epoch"]
 
-# %% wrong id=checkpoint fails=test_checkpoint,test_checkpoint_gpu,test_checkpoint_map_location,test_checkpoint_scheduler -- returns the next epoch instead of the saved one
+# %% wrong id=checkpoint clause=epoch fails=test_checkpoint,test_checkpoint_gpu,test_checkpoint_map_location,test_checkpoint_scheduler -- returns the next epoch instead of the saved one
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "rng": torch.get_rng_state(), "python_rng": random.getstate(),
@@ -79,7 +79,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     random.setstate(state["python_rng"])
     return state["epoch"] + 1
 
-# %% wrong id=checkpoint fails=test_checkpoint_map_location -- ignores map_location and always loads onto the CPU
+# %% wrong id=checkpoint clause=map_location fails=test_checkpoint_map_location -- ignores map_location and always loads onto the CPU
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "rng": torch.get_rng_state(), "python_rng": random.getstate(),
@@ -98,7 +98,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     random.setstate(state["python_rng"])
     return state["epoch"]
 
-# %% wrong id=checkpoint fails=test_checkpoint_scheduler -- the lecture's functions pasted as they are: no place for a scheduler
+# %% wrong id=checkpoint clause=scheduler fails=test_checkpoint_scheduler -- the lecture's functions pasted as they are: no place for a scheduler
 def save_checkpoint(path, model, optimizer, epoch):
     torch.save({"model": model.state_dict(),
                 "optimizer": optimizer.state_dict(),
@@ -118,7 +118,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu"):
     random.setstate(state["python_rng"])
     return state["epoch"]
 
-# %% wrong id=checkpoint fails=test_checkpoint,test_checkpoint_gpu,test_checkpoint_map_location -- makes the scheduler a required argument, so the contract's four-argument call fails
+# %% wrong id=checkpoint clause=four_arguments fails=test_checkpoint,test_checkpoint_gpu,test_checkpoint_map_location -- makes the scheduler a required argument, so the contract's four-argument call fails
 def save_checkpoint(path, model, optimizer, epoch, scheduler):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "scheduler": scheduler.state_dict(), "rng": torch.get_rng_state(),
@@ -136,7 +136,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     random.setstate(state["python_rng"])
     return state["epoch"]
 
-# %% wrong id=checkpoint fails=test_checkpoint_scheduler -- saves the scheduler's state but never loads it into the new scheduler
+# %% wrong id=checkpoint clause=scheduler fails=test_checkpoint_scheduler -- saves the scheduler's state but never loads it into the new scheduler
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "rng": torch.get_rng_state(), "python_rng": random.getstate(),
@@ -153,7 +153,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     random.setstate(state["python_rng"])
     return state["epoch"]
 
-# %% wrong id=checkpoint fails=test_checkpoint_scheduler -- stores the scheduler object itself, which torch.load's weights_only default refuses
+# %% wrong id=checkpoint clause=scheduler fails=test_checkpoint_scheduler -- stores the scheduler object itself, which torch.load's weights_only default refuses
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "rng": torch.get_rng_state(), "python_rng": random.getstate(),
@@ -171,7 +171,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     random.setstate(state["python_rng"])
     return state["epoch"]
 
-# %% wrong id=checkpoint fails=test_checkpoint_scheduler -- fast-forwards a fresh scheduler by stepping it `epoch` times instead of loading its state
+# %% wrong id=checkpoint clause=scheduler fails=test_checkpoint_scheduler -- fast-forwards a fresh scheduler by stepping it `epoch` times instead of loading its state
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "rng": torch.get_rng_state(), "python_rng": random.getstate(),
@@ -193,11 +193,11 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     random.setstate(state["python_rng"])
     return state["epoch"]
 
-# %% wrong id=atomic_save fails=test_atomic_save_crashes -- overwrites the file in place with torch.save
+# %% wrong id=atomic_save clause=crashes_unchanged fails=test_atomic_save_crashes -- overwrites the file in place with torch.save
 def atomic_save(obj, path):
     torch.save(obj, path)
 
-# %% wrong id=atomic_save fails=test_atomic_save_crashes -- deletes the old file first, then writes and renames
+# %% wrong id=atomic_save clause=crashes_unchanged fails=test_atomic_save_crashes -- deletes the old file first, then writes and renames
 def atomic_save(obj, path):
     if os.path.exists(path):
         os.remove(path)
@@ -205,7 +205,7 @@ def atomic_save(obj, path):
     torch.save(obj, tmp)
     os.replace(tmp, path)
 
-# %% wrong id=atomic_save fails=test_atomic_save_crashes -- moves the temporary file into place in a finally block, even after a failure
+# %% wrong id=atomic_save clause=crashes_unchanged fails=test_atomic_save_crashes -- moves the temporary file into place in a finally block, even after a failure
 def atomic_save(obj, path):
     tmp = str(path) + ".tmp"
     try:
@@ -213,7 +213,7 @@ def atomic_save(obj, path):
     finally:
         os.replace(tmp, path)
 
-# %% wrong id=atomic_save fails=test_atomic_save,test_atomic_save_crashes -- builds the temporary name with + and breaks on a pathlib.Path
+# %% wrong id=atomic_save clause=path_types fails=test_atomic_save,test_atomic_save_crashes -- builds the temporary name with + and breaks on a pathlib.Path
 def atomic_save(obj, path):
     tmp = path + ".tmp"
     try:
@@ -224,13 +224,13 @@ def atomic_save(obj, path):
             os.remove(tmp)
         raise
 
-# %% wrong id=atomic_save fails=test_atomic_save_crashes -- leaves its temporary file behind when the write fails
+# %% wrong id=atomic_save clause=crashes_no_temp fails=test_atomic_save_crashes -- leaves its temporary file behind when the write fails
 def atomic_save(obj, path):
     tmp = f"{path}.tmp"
     torch.save(obj, tmp)
     os.replace(tmp, path)
 
-# %% wrong id=atomic_save fails=test_atomic_save_crashes -- writes the temporary file in the system's temp folder, maybe another file system
+# %% wrong id=atomic_save clause=crashes_same_folder fails=test_atomic_save_crashes -- writes the temporary file in the system's temp folder, maybe another file system
 def atomic_save(obj, path):
     fd, tmp = tempfile.mkstemp(suffix=".pt")
     os.close(fd)
@@ -241,7 +241,7 @@ def atomic_save(obj, path):
         os.remove(tmp)
         raise
 
-# %% wrong id=atomic_save fails=test_atomic_save_crashes -- pickles into memory, then writes the bytes to a temporary file in the system's temp folder
+# %% wrong id=atomic_save clause=crashes_same_folder fails=test_atomic_save_crashes -- pickles into memory, then writes the bytes to a temporary file in the system's temp folder
 def atomic_save(obj, path):
     import io
 
@@ -257,7 +257,7 @@ def atomic_save(obj, path):
             os.remove(tmp)
         raise
 
-# %% wrong id=atomic_save fails=test_atomic_save_crashes -- catches the error and carries on, so the caller thinks the save worked
+# %% wrong id=atomic_save clause=crashes_error fails=test_atomic_save_crashes -- catches the error and carries on, so the caller thinks the save worked
 def atomic_save(obj, path):
     tmp = f"{path}.tmp"
     try:
@@ -267,7 +267,7 @@ def atomic_save(obj, path):
         if os.path.exists(tmp):
             os.remove(tmp)
 
-# %% wrong id=atomic_save fails=test_atomic_save,test_atomic_save_crashes -- copies the temporary file over path (not atomic) and keeps the copy
+# %% wrong id=atomic_save clause=crashes_replace fails=test_atomic_save,test_atomic_save_crashes -- copies the temporary file over path (not atomic) and keeps the copy
 def atomic_save(obj, path):
     import shutil
     tmp = f"{path}.tmp"
@@ -278,7 +278,7 @@ def atomic_save(obj, path):
         raise
     shutil.copyfile(tmp, path)
 
-# %% wrong id=atomic_save fails=test_atomic_save_crashes -- pickles into memory first (so a pickling error cannot touch path), then writes path itself
+# %% wrong id=atomic_save clause=crashes_unchanged fails=test_atomic_save_crashes -- pickles into memory first (so a pickling error cannot touch path), then writes path itself
 def atomic_save(obj, path):
     import io
     buffer = io.BytesIO()
@@ -286,14 +286,14 @@ def atomic_save(obj, path):
     with open(path, "wb") as f:
         f.write(buffer.getvalue())
 
-# %% wrong id=atomic_save fails=test_atomic_save_crashes -- pickles into memory first, then writes path with Path.write_bytes
+# %% wrong id=atomic_save clause=crashes_unchanged fails=test_atomic_save_crashes -- pickles into memory first, then writes path with Path.write_bytes
 def atomic_save(obj, path):
     import io
     buffer = io.BytesIO()
     torch.save(obj, buffer)
     Path(path).write_bytes(buffer.getvalue())
 
-# %% wrong id=atomic_save fails=test_atomic_save_crashes -- removes its temporary file when torch.save fails, but not when os.replace does
+# %% wrong id=atomic_save clause=crashes_no_temp fails=test_atomic_save_crashes -- removes its temporary file when torch.save fails, but not when os.replace does
 def atomic_save(obj, path):
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
@@ -305,18 +305,18 @@ def atomic_save(obj, path):
         raise
     os.replace(tmp, path)
 
-# %% wrong id=load_prefix -- loads the whole state_dict
+# %% wrong id=load_prefix clause=starts_with,others_untouched -- loads the whole state_dict
 def load_prefix(model, state_dict, prefixes):
     model.load_state_dict(state_dict, strict=False)
     return list(state_dict)
 
-# %% wrong id=load_prefix -- tests `prefix in key` instead of key.startswith(prefix)
+# %% wrong id=load_prefix clause=starts_with -- tests `prefix in key` instead of key.startswith(prefix)
 def load_prefix(model, state_dict, prefixes):
     chosen = {k: v for k, v in state_dict.items() if any(p in k for p in prefixes)}
     model.load_state_dict(chosen, strict=False)
     return list(chosen)
 
-# %% wrong id=load_prefix -- assigns into model.state_dict(), which is a new dict each call
+# %% wrong id=load_prefix clause=copies -- assigns into model.state_dict(), which is a new dict each call
 def load_prefix(model, state_dict, prefixes):
     loaded = []
     for key, value in state_dict.items():
@@ -325,7 +325,7 @@ def load_prefix(model, state_dict, prefixes):
             loaded.append(key)
     return loaded
 
-# %% wrong id=load_prefix -- rebinds .data to the given tensors instead of copying them
+# %% wrong id=load_prefix clause=no_sharing -- rebinds .data to the given tensors instead of copying them
 def load_prefix(model, state_dict, prefixes):
     tensors = dict(model.named_parameters())
     tensors.update(model.named_buffers())
@@ -336,30 +336,30 @@ def load_prefix(model, state_dict, prefixes):
             loaded.append(key)
     return loaded
 
-# %% wrong id=load_prefix -- passes the list of prefixes straight to str.startswith, which takes a str or a tuple
+# %% wrong id=load_prefix clause=starts_with -- passes the list of prefixes straight to str.startswith, which takes a str or a tuple
 def load_prefix(model, state_dict, prefixes):
     chosen = {k: v for k, v in state_dict.items() if k.startswith(prefixes)}
     model.load_state_dict(chosen, strict=False)
     return list(chosen)
 
-# %% wrong id=load_prefix -- picks the right keys and returns them, but never loads them into the model
+# %% wrong id=load_prefix clause=copies -- picks the right keys and returns them, but never loads them into the model
 def load_prefix(model, state_dict, prefixes):
     chosen = {k: v for k, v in state_dict.items() if k.startswith(tuple(prefixes))}
     model.state_dict().update(chosen)
     return list(chosen)
 
-# %% wrong id=load_prefix -- returns what load_state_dict returns (missing and unexpected keys), not the loaded keys
+# %% wrong id=load_prefix clause=returns_loaded -- returns what load_state_dict returns (missing and unexpected keys), not the loaded keys
 def load_prefix(model, state_dict, prefixes):
     chosen = {k: v for k, v in state_dict.items() if k.startswith(tuple(prefixes))}
     return model.load_state_dict(chosen, strict=False)
 
-# %% wrong id=load_prefix -- returns every key under a prefix, also those the model does not have and never loaded
+# %% wrong id=load_prefix clause=unknown_keys -- returns every key under a prefix, also those the model does not have and never loaded
 def load_prefix(model, state_dict, prefixes):
     chosen = {k: v for k, v in state_dict.items() if k.startswith(tuple(prefixes))}
     model.load_state_dict(chosen, strict=False)
     return list(chosen)
 
-# %% wrong id=load_prefix -- copies parameters only, so buffers such as BatchNorm's running statistics stay behind
+# %% wrong id=load_prefix clause=buffers -- copies parameters only, so buffers such as BatchNorm's running statistics stay behind
 def load_prefix(model, state_dict, prefixes):
     params = dict(model.named_parameters())
     loaded = []
@@ -370,24 +370,24 @@ def load_prefix(model, state_dict, prefixes):
                 loaded.append(key)
     return loaded
 
-# %% wrong id=safe_load -- turns weights_only off
+# %% wrong id=safe_load clause=raises -- turns weights_only off
 def safe_load(path):
     return torch.load(path, map_location="cpu", weights_only=False)
 
-# %% wrong id=safe_load -- falls back to an unsafe load when the safe one refuses
+# %% wrong id=safe_load clause=no_fallback -- falls back to an unsafe load when the safe one refuses
 def safe_load(path):
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception:
         return torch.load(path, map_location="cpu", weights_only=False)
 
-# %% wrong id=safe_load -- uses pickle directly
+# %% wrong id=safe_load clause=raises -- uses pickle directly
 def safe_load(path):
     import pickle
     with open(path, "rb") as f:
         return pickle.load(f)
 
-# %% wrong id=safe_load -- keeps weights_only=True but allows every global the file asks for
+# %% wrong id=safe_load clause=no_trusting -- keeps weights_only=True but allows every global the file asks for
 def safe_load(path):
     import importlib
     wanted = []
@@ -397,22 +397,22 @@ def safe_load(path):
     with torch.serialization.safe_globals(wanted):
         return torch.load(path, map_location="cpu", weights_only=True)
 
-# %% wrong id=safe_load -- swallows the refusal and returns None instead of raising
+# %% wrong id=safe_load clause=raises -- swallows the refusal and returns None instead of raising
 def safe_load(path):
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception:
         return None
 
-# %% wrong id=safe_load -- loads safely but leaves tensors on the device they were saved from
+# %% wrong id=safe_load clause=cpu -- loads safely but leaves tensors on the device they were saved from
 def safe_load(path):
     return torch.load(path, weights_only=True)
 
-# %% wrong id=safe_load -- relies on torch.load's default weights_only, which is True only since torch 2.6 and can be switched off
+# %% wrong id=safe_load clause=explicit_weights_only -- relies on torch.load's default weights_only, which is True only since torch 2.6 and can be switched off
 def safe_load(path):
     return torch.load(path, map_location="cpu")
 
-# %% wrong id=checkpoint fails=test_checkpoint_gpu -- restores torch's CPU generator and Python's, but not the GPUs' generators
+# %% wrong id=checkpoint clause=gpu fails=test_checkpoint_gpu -- restores torch's CPU generator and Python's, but not the GPUs' generators
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "rng": torch.get_rng_state(), "python_rng": random.getstate(),
@@ -429,7 +429,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     random.setstate(state["python_rng"])
     return state["epoch"]
 
-# %% wrong id=atomic_save -- fsyncs the folder after the rename, but never closes the folder it opened for that
+# %% wrong id=atomic_save clause=closes -- fsyncs the folder after the rename, but never closes the folder it opened for that
 def atomic_save(obj, path):
     tmp = f"{path}.tmp"
     try:
@@ -441,7 +441,7 @@ def atomic_save(obj, path):
         raise
     os.fsync(os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY))
 
-# %% wrong id=checkpoint fails=test_checkpoint_map_location seen_on=device -- restores torch's RNG state as map_location left it, which torch.set_rng_state refuses on a GPU
+# %% wrong id=checkpoint clause=map_location_rng fails=test_checkpoint_map_location seen_on=device -- restores torch's RNG state as map_location left it, which torch.set_rng_state refuses on a GPU
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "rng": torch.get_rng_state(), "python_rng": random.getstate(),
@@ -460,7 +460,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     random.setstate(state["python_rng"])
     return state["epoch"]
 
-# %% wrong id=checkpoint fails=test_checkpoint -- writes only the epoch and the RNG state to the file and keeps the rest in a dict of the notebook, which a new process does not have
+# %% wrong id=checkpoint clause=file_holds fails=test_checkpoint -- writes only the epoch and the RNG state to the file and keeps the rest in a dict of the notebook, which a new process does not have
 import copy
 
 _kept_states = {}

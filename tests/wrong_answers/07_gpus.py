@@ -1,7 +1,7 @@
 # Wrong answers students really write for exercise 7, one cell each.
 # Each must lose exactly its own item's points (see tools/cells.py).
 
-# %% wrong id=try_gpu -- returns cuda:i whenever CUDA is available, without counting the devices
+# %% wrong id=try_gpu clause=cuda_count -- returns cuda:i whenever CUDA is available, without counting the devices
 def try_gpu(i=0):
     if torch.cuda.is_available():
         return torch.device(f"cuda:{i}")
@@ -9,7 +9,7 @@ def try_gpu(i=0):
         return torch.device("mps")
     return torch.device("cpu")
 
-# %% wrong id=try_gpu -- off by one: cuda:i when there are at least i devices
+# %% wrong id=try_gpu clause=cuda_count -- off by one: cuda:i when there are at least i devices
 def try_gpu(i=0):
     if torch.cuda.device_count() >= i and torch.cuda.is_available():
         return torch.device(f"cuda:{i}")
@@ -17,7 +17,7 @@ def try_gpu(i=0):
         return torch.device("mps")
     return torch.device("cpu")
 
-# %% wrong id=try_gpu -- falls back to MPS for every index
+# %% wrong id=try_gpu clause=fallbacks -- falls back to MPS for every index
 def try_gpu(i=0):
     if torch.cuda.device_count() > i:
         return torch.device(f"cuda:{i}")
@@ -25,13 +25,13 @@ def try_gpu(i=0):
         return torch.device("mps")
     return torch.device("cpu")
 
-# %% wrong id=try_gpu -- forgets Apple's MPS
+# %% wrong id=try_gpu clause=fallbacks -- forgets Apple's MPS
 def try_gpu(i=0):
     if torch.cuda.device_count() > i:
         return torch.device(f"cuda:{i}")
     return torch.device("cpu")
 
-# %% wrong id=try_gpu -- returns an object that compares equal to every device instead of choosing one
+# %% wrong id=try_gpu clause=real_device -- returns an object that compares equal to every device instead of choosing one
 class AnyDevice:
     def __init__(self, index):
         self.index = index
@@ -46,11 +46,11 @@ class AnyDevice:
 def try_gpu(i=0):
     return AnyDevice(i)
 
-# %% wrong id=try_all_gpus -- returns an empty list when there is no CUDA GPU
+# %% wrong id=try_all_gpus clause=never_empty -- returns an empty list when there is no CUDA GPU
 def try_all_gpus():
     return [torch.device(f"cuda:{i}") for i in range(torch.cuda.device_count())]
 
-# %% wrong id=try_all_gpus -- checks MPS before CUDA
+# %% wrong id=try_all_gpus clause=mps_after_cuda -- checks MPS before CUDA
 def try_all_gpus():
     if torch.backends.mps.is_available():
         return [torch.device("mps")]
@@ -59,7 +59,7 @@ def try_all_gpus():
         return [torch.device(f"cuda:{i}") for i in range(n)]
     return [torch.device("cpu")]
 
-# %% wrong id=try_all_gpus -- lists only the first GPU
+# %% wrong id=try_all_gpus clause=all_cuda -- lists only the first GPU
 def try_all_gpus():
     if torch.cuda.device_count() > 0:
         return [torch.device("cuda:0")]
@@ -67,7 +67,7 @@ def try_all_gpus():
         return [torch.device("mps")]
     return [torch.device("cpu")]
 
-# %% wrong id=try_all_gpus -- a list of objects that compare equal to every device
+# %% wrong id=try_all_gpus clause=all_cuda -- a list of objects that compare equal to every device
 class AnyDevice:
     def __eq__(self, other):
         return True
@@ -76,7 +76,7 @@ class AnyDevice:
 def try_all_gpus():
     return [AnyDevice() for _ in range(max(torch.cuda.device_count(), 1))]
 
-# %% wrong id=to_device -- rebuilds every dict as a dict and every tuple as a tuple: a namedtuple loses its fields, an OrderedDict its type
+# %% wrong id=to_device clause=same_types -- rebuilds every dict as a dict and every tuple as a tuple: a namedtuple loses its fields, an OrderedDict its type
 def to_device(obj, device):
     if isinstance(obj, torch.Tensor):
         return obj.to(device)
@@ -88,7 +88,7 @@ def to_device(obj, device):
         return tuple(to_device(item, device) for item in obj)
     return obj
 
-# %% wrong id=to_device -- type(obj)(generator) for every tuple: a namedtuple's constructor wants its fields one by one
+# %% wrong id=to_device clause=same_types -- type(obj)(generator) for every tuple: a namedtuple's constructor wants its fields one by one
 def to_device(obj, device):
     if isinstance(obj, torch.Tensor):
         return obj.to(device)
@@ -98,7 +98,7 @@ def to_device(obj, device):
         return type(obj)(to_device(v, device) for v in obj)
     return obj
 
-# %% wrong id=to_device -- hands back stand-ins whose device compares equal to every device instead of moving the tensors
+# %% wrong id=to_device clause=moved -- hands back stand-ins whose device compares equal to every device instead of moving the tensors
 class Everywhere:
     type = property(lambda self: self)
 
@@ -122,7 +122,7 @@ def to_device(obj, device):
         return type(obj)(to_device(v, device) for v in obj)
     return obj
 
-# %% wrong id=to_device -- detaches every tensor before moving it, so a tensor that requires grad leaves the graph
+# %% wrong id=to_device clause=grad -- detaches every tensor before moving it, so a tensor that requires grad leaves the graph
 def to_device(obj, device):
     if isinstance(obj, torch.Tensor):
         return obj.detach().to(device)
@@ -134,7 +134,7 @@ def to_device(obj, device):
         return type(obj)([to_device(v, device) for v in obj])
     return obj
 
-# %% wrong id=to_device -- turns tuples into lists
+# %% wrong id=to_device clause=same_types -- turns tuples into lists
 def to_device(obj, device):
     if isinstance(obj, torch.Tensor):
         return obj.to(device)
@@ -144,7 +144,7 @@ def to_device(obj, device):
         return [to_device(v, device) for v in obj]
     return obj
 
-# %% wrong id=to_device -- moves only the top level, not nested containers
+# %% wrong id=to_device clause=nested -- moves only the top level, not nested containers
 def to_device(obj, device):
     if isinstance(obj, torch.Tensor):
         return obj.to(device)
@@ -154,7 +154,7 @@ def to_device(obj, device):
         return type(obj)(v.to(device) if isinstance(v, torch.Tensor) else v for v in obj)
     return obj
 
-# %% wrong id=to_device -- drops everything that is not a tensor
+# %% wrong id=to_device clause=kept -- drops everything that is not a tensor
 def to_device(obj, device):
     if isinstance(obj, torch.Tensor):
         return obj.to(device)
@@ -164,7 +164,7 @@ def to_device(obj, device):
         return type(obj)(to_device(v, device) for v in obj if isinstance(v, (torch.Tensor, list, tuple, dict)))
     return obj
 
-# %% wrong id=to_device -- builds new dicts and tuples but rewrites the caller's lists in place
+# %% wrong id=to_device clause=copy -- builds new dicts and tuples but rewrites the caller's lists in place
 def to_device(obj, device):
     if isinstance(obj, torch.Tensor):
         return obj.to(device)
@@ -178,7 +178,7 @@ def to_device(obj, device):
         return obj
     return obj
 
-# %% wrong id=timed -- calls torch.cuda.synchronize for every device
+# %% wrong id=timed clause=sync_own_kind -- calls torch.cuda.synchronize for every device
 def timed(fn, device, repeats=10):
     torch.cuda.synchronize()
     start = time.perf_counter()
@@ -187,7 +187,7 @@ def timed(fn, device, repeats=10):
     torch.cuda.synchronize()
     return (time.perf_counter() - start) / repeats
 
-# %% wrong id=timed -- synchronizes only before starting the clock
+# %% wrong id=timed clause=sync_each_read -- synchronizes only before starting the clock
 def timed(fn, device, repeats=10):
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -196,7 +196,7 @@ def timed(fn, device, repeats=10):
         fn()
     return (time.perf_counter() - start) / repeats
 
-# %% wrong id=timed -- returns the total time instead of the time per call
+# %% wrong id=timed clause=per_call -- returns the total time instead of the time per call
 def timed(fn, device, repeats=10):
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -207,7 +207,7 @@ def timed(fn, device, repeats=10):
         torch.cuda.synchronize(device)
     return time.perf_counter() - start
 
-# %% wrong id=timed -- synchronizes after each call but not before the first clock read
+# %% wrong id=timed clause=sync_each_read -- synchronizes after each call but not before the first clock read
 def timed(fn, device, repeats=10):
     total = 0.0
     for _ in range(repeats):
@@ -218,7 +218,7 @@ def timed(fn, device, repeats=10):
         total += time.perf_counter() - start
     return total / repeats
 
-# %% wrong id=timed -- calls torch.cuda.synchronize for an MPS device too, which fails on a Mac
+# %% wrong id=timed clause=sync_own_kind -- calls torch.cuda.synchronize for an MPS device too, which fails on a Mac
 def timed(fn, device, repeats=10):
     if device.type != "cpu":
         torch.cuda.synchronize(device)
@@ -229,7 +229,7 @@ def timed(fn, device, repeats=10):
         torch.cuda.synchronize(device)
     return (time.perf_counter() - start) / repeats
 
-# %% wrong id=timed -- synchronizes CUDA only, so MPS work is still queued when the clock is read
+# %% wrong id=timed clause=sync_own_kind -- synchronizes CUDA only, so MPS work is still queued when the clock is read
 def timed(fn, device, repeats=10):
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -240,7 +240,7 @@ def timed(fn, device, repeats=10):
         torch.cuda.synchronize(device)
     return (time.perf_counter() - start) / repeats
 
-# %% wrong id=timed -- calls torch.accelerator.synchronize() for every device, the CPU included
+# %% wrong id=timed clause=cpu_no_sync -- calls torch.accelerator.synchronize() for every device, the CPU included
 def timed(fn, device, repeats=10):
     torch.accelerator.synchronize()
     start = time.perf_counter()
@@ -249,7 +249,7 @@ def timed(fn, device, repeats=10):
     torch.accelerator.synchronize()
     return (time.perf_counter() - start) / repeats
 
-# %% wrong id=timed -- reads the end clock before the final synchronize, while work is still queued
+# %% wrong id=timed clause=sync_each_read -- reads the end clock before the final synchronize, while work is still queued
 def timed(fn, device, repeats=10):
     accelerated = torch.device(device).type != "cpu"
     if accelerated:
@@ -262,7 +262,7 @@ def timed(fn, device, repeats=10):
         torch.accelerator.synchronize(device)
     return elapsed / repeats
 
-# %% wrong id=timed -- imports perf_counter by name and reads the end clock before the final synchronize
+# %% wrong id=timed clause=sync_each_read -- imports perf_counter by name and reads the end clock before the final synchronize
 from time import perf_counter
 
 
@@ -278,7 +278,7 @@ def timed(fn, device, repeats=10):
         torch.accelerator.synchronize(device)
     return elapsed / repeats
 
-# %% wrong id=timed -- torch.accelerator.synchronize() without an argument: waits for the current device, not the one named
+# %% wrong id=timed clause=sync_named -- torch.accelerator.synchronize() without an argument: waits for the current device, not the one named
 def timed(fn, device, repeats=10):
     on_cpu = str(device).startswith("cpu")
     if not on_cpu:
@@ -290,7 +290,7 @@ def timed(fn, device, repeats=10):
         torch.accelerator.synchronize()
     return (time.perf_counter() - start) / repeats
 
-# %% wrong id=timed -- the vendors' synchronize without an argument: torch.cuda.synchronize() waits for the current GPU
+# %% wrong id=timed clause=sync_named -- the vendors' synchronize without an argument: torch.cuda.synchronize() waits for the current GPU
 def timed(fn, device, repeats=10):
     sync = {"cuda": torch.cuda.synchronize, "mps": torch.mps.synchronize}.get(device.type)
     if sync:
@@ -302,7 +302,7 @@ def timed(fn, device, repeats=10):
         sync()
     return (time.perf_counter() - t0) / repeats
 
-# %% wrong id=timed -- starts the clock before the warm-up call, so the warm-up is counted as one of the repeats
+# %% wrong id=timed clause=warm_up -- starts the clock before the warm-up call, so the warm-up is counted as one of the repeats
 def timed(fn, device, repeats=10):
     accelerated = device.type != "cpu"
     if accelerated:
@@ -315,7 +315,7 @@ def timed(fn, device, repeats=10):
         torch.accelerator.synchronize(device)
     return (time.perf_counter() - start) / repeats
 
-# %% wrong id=timed -- a warm-up inside the window, divided by the number of calls it made (repeats + 1)
+# %% wrong id=timed clause=warm_up -- a warm-up inside the window, divided by the number of calls it made (repeats + 1)
 def timed(fn, device, repeats=10):
     def sync():
         if device.type != "cpu":
@@ -330,7 +330,7 @@ def timed(fn, device, repeats=10):
     sync()
     return (time.perf_counter() - warm) / (repeats + 1)
 
-# %% wrong id=timed -- decorated with @torch.no_grad() "to save autograd's bookkeeping", so a training step that calls backward fails
+# %% wrong id=timed clause=calls_fn -- decorated with @torch.no_grad() "to save autograd's bookkeeping", so a training step that calls backward fails
 @torch.no_grad()
 def timed(fn, device, repeats=10):
     if device.type != "cpu":
@@ -342,7 +342,7 @@ def timed(fn, device, repeats=10):
         torch.accelerator.synchronize(device)
     return (time.perf_counter() - t0) / repeats
 
-# %% wrong id=log_norms -- never seeds, so two calls differ
+# %% wrong id=log_norms clause=seeded -- never seeds, so two calls differ
 def log_norms(n, size, device, on_device=True):
     norms = []
     for _ in range(n):
@@ -352,7 +352,7 @@ def log_norms(n, size, device, on_device=True):
         norms.append(norm if on_device else norm.item())
     return torch.stack(norms).cpu().tolist() if on_device else norms
 
-# %% wrong id=log_norms -- reseeds in every step, so every step draws the same matrices
+# %% wrong id=log_norms clause=fresh -- reseeds in every step, so every step draws the same matrices
 def log_norms(n, size, device, on_device=True):
     norms = []
     for _ in range(n):
@@ -363,7 +363,7 @@ def log_norms(n, size, device, on_device=True):
         norms.append(norm if on_device else norm.item())
     return torch.stack(norms).cpu().tolist() if on_device else norms
 
-# %% wrong id=log_norms -- takes the spectral norm (ord=2) instead of the Frobenius norm
+# %% wrong id=log_norms clause=formula -- takes the spectral norm (ord=2) instead of the Frobenius norm
 def log_norms(n, size, device, on_device=True):
     torch.manual_seed(0)
     norms = []
@@ -374,7 +374,7 @@ def log_norms(n, size, device, on_device=True):
         norms.append(norm if on_device else norm.item())
     return torch.stack(norms).cpu().tolist() if on_device else norms
 
-# %% wrong id=log_norms -- multiplies elementwise (A * B) instead of A @ B
+# %% wrong id=log_norms clause=formula -- multiplies elementwise (A * B) instead of A @ B
 def log_norms(n, size, device, on_device=True):
     torch.manual_seed(0)
     norms = []
@@ -385,7 +385,7 @@ def log_norms(n, size, device, on_device=True):
         norms.append(norm if on_device else norm.item())
     return torch.stack(norms).cpu().tolist() if on_device else norms
 
-# %% wrong id=log_norms -- returns the stacked tensor instead of a list of floats
+# %% wrong id=log_norms clause=floats -- returns the stacked tensor instead of a list of floats
 def log_norms(n, size, device, on_device=True):
     torch.manual_seed(0)
     norms = []
@@ -395,7 +395,7 @@ def log_norms(n, size, device, on_device=True):
         norms.append(torch.linalg.matrix_norm(A @ B))
     return torch.stack(norms).cpu()
 
-# %% wrong id=log_norms -- seeds only the on_device=True branch
+# %% wrong id=log_norms clause=seeded -- seeds only the on_device=True branch
 def log_norms(n, size, device, on_device=True):
     if on_device:
         torch.manual_seed(0)
@@ -407,7 +407,7 @@ def log_norms(n, size, device, on_device=True):
         norms.append(norm if on_device else norm.item())
     return torch.stack(norms).cpu().tolist() if on_device else norms
 
-# %% wrong id=log_norms -- ignores on_device: calls .item() in every step either way
+# %% wrong id=log_norms clause=once -- ignores on_device: calls .item() in every step either way
 def log_norms(n, size, device, on_device=True):
     generator = torch.Generator().manual_seed(0)
     norms = []
@@ -417,7 +417,7 @@ def log_norms(n, size, device, on_device=True):
         norms.append(torch.linalg.matrix_norm(A @ B).item())
     return norms
 
-# %% wrong id=log_norms -- ignores on_device: always stacks and moves once at the end
+# %% wrong id=log_norms clause=every_step -- ignores on_device: always stacks and moves once at the end
 def log_norms(n, size, device, on_device=True):
     generator = torch.Generator().manual_seed(0)
     norms = []
@@ -427,7 +427,7 @@ def log_norms(n, size, device, on_device=True):
         norms.append(torch.linalg.matrix_norm(A @ B))
     return torch.stack(norms).cpu().tolist()
 
-# %% wrong id=log_norms -- keeps the norms on the device but converts them one by one at the end
+# %% wrong id=log_norms clause=once -- keeps the norms on the device but converts them one by one at the end
 def log_norms(n, size, device, on_device=True):
     generator = torch.Generator().manual_seed(0)
     norms = []
@@ -438,7 +438,7 @@ def log_norms(n, size, device, on_device=True):
         norms.append(norm if on_device else norm.item())
     return [float(v) for v in norms]
 
-# %% wrong id=log_norms -- ignores on_device: moves each norm with .cpu() in every step, stacks on the CPU
+# %% wrong id=log_norms clause=once -- ignores on_device: moves each norm with .cpu() in every step, stacks on the CPU
 def log_norms(n, size, device, on_device=True):
     generator = torch.Generator().manual_seed(0)
     norms = []
@@ -448,7 +448,7 @@ def log_norms(n, size, device, on_device=True):
         norms.append(torch.linalg.matrix_norm(A @ B).cpu())
     return torch.stack(norms).tolist()
 
-# %% wrong id=log_norms -- ignores on_device: .tolist() of the stack on the device, once, either way
+# %% wrong id=log_norms clause=every_step -- ignores on_device: .tolist() of the stack on the device, once, either way
 def log_norms(n, size, device, on_device=True):
     generator = torch.Generator().manual_seed(0)
     norms = []
@@ -458,7 +458,7 @@ def log_norms(n, size, device, on_device=True):
         norms.append(torch.linalg.matrix_norm(A @ B))
     return torch.stack(norms).tolist()
 
-# %% wrong id=log_norms -- on_device=True builds the result with torch.tensor(list of device norms), which reads each one
+# %% wrong id=log_norms clause=once -- on_device=True builds the result with torch.tensor(list of device norms), which reads each one
 def log_norms(n, size, device, on_device=True):
     generator = torch.Generator().manual_seed(0)
     norms = []
@@ -469,7 +469,7 @@ def log_norms(n, size, device, on_device=True):
         norms.append(norm if on_device else norm.item())
     return torch.tensor(norms).tolist() if on_device else norms
 
-# %% wrong id=log_norms -- on_device=True writes each norm into a CPU tensor as it goes
+# %% wrong id=log_norms clause=once -- on_device=True writes each norm into a CPU tensor as it goes
 def log_norms(n, size, device, on_device=True):
     generator = torch.Generator().manual_seed(0)
     out = torch.empty(n, dtype=torch.float32)
@@ -484,7 +484,7 @@ def log_norms(n, size, device, on_device=True):
             norms.append(norm.item())
     return out.tolist() if on_device else norms
 
-# %% wrong id=log_norms -- ignores on_device: .to("cpu") on each product, norms computed on the host
+# %% wrong id=log_norms clause=on_device_work -- ignores on_device: .to("cpu") on each product, norms computed on the host
 def log_norms(n, size, device, on_device=True):
     generator = torch.Generator().manual_seed(0)
     norms = []
@@ -494,7 +494,7 @@ def log_norms(n, size, device, on_device=True):
         norms.append(torch.linalg.matrix_norm((A @ B).to("cpu")).item())
     return norms
 
-# %% wrong id=log_norms -- draws the matrices on the device, so the values depend on the device
+# %% wrong id=log_norms clause=cpu_draws -- draws the matrices on the device, so the values depend on the device
 def log_norms(n, size, device, on_device=True):
     torch.manual_seed(0)
     norms = []
@@ -505,7 +505,7 @@ def log_norms(n, size, device, on_device=True):
         norms.append(norm if on_device else norm.item())
     return torch.stack(norms).cpu().tolist() if on_device else norms
 
-# %% wrong id=log_norms -- draws the second matrix with randn_like from the first, already on the device
+# %% wrong id=log_norms clause=cpu_draws -- draws the second matrix with randn_like from the first, already on the device
 def log_norms(n, size, device, on_device=True):
     torch.manual_seed(0)
     norms = []
@@ -516,7 +516,7 @@ def log_norms(n, size, device, on_device=True):
         norms.append(norm if on_device else norm.item())
     return torch.stack(norms).cpu().tolist() if on_device else norms
 
-# %% wrong id=log_norms -- a seeded generator on the device: the same values on every call, but not the CPU's
+# %% wrong id=log_norms clause=cpu_draws -- a seeded generator on the device: the same values on every call, but not the CPU's
 def log_norms(n, size, device, on_device=True):
     generator = torch.Generator(device=device).manual_seed(0)
     norms = []
@@ -527,7 +527,7 @@ def log_norms(n, size, device, on_device=True):
         norms.append(norm if on_device else norm.item())
     return torch.stack(norms).cpu().tolist() if on_device else norms
 
-# %% wrong id=log_norms -- multiplies and takes the norm on the CPU and moves only the norm to the device: no device work at all
+# %% wrong id=log_norms clause=on_device_work -- multiplies and takes the norm on the CPU and moves only the norm to the device: no device work at all
 def log_norms(n, size, device, on_device=True):
     generator = torch.Generator().manual_seed(0)
     norms = []
