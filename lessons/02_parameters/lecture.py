@@ -24,6 +24,8 @@
 # set between several layers, counting them and freezing some of them.
 
 # %%
+import warnings
+
 import torch
 from torch import nn
 
@@ -480,7 +482,9 @@ print("copy.deepcopy copies too:", copy.deepcopy(best)["0.weight"].data_ptr() !=
 #   dimensions, a learned scalar none, so in other models pick the groups by
 #   module type or by name.
 #
-# A parameter may sit in one group only; the optimizer refuses duplicates.
+# A parameter may sit in one group only: listed in two groups, the optimizer
+# raises `ValueError`. Listed twice *inside one group*, it only warns and then
+# updates that tensor once per listing (shown below).
 
 # %%
 matrices = [p for p in model.parameters() if p.ndim >= 2]
@@ -501,6 +505,33 @@ try:
     torch.optim.SGD([{"params": matrices}, {"params": model.parameters()}], lr=0.1)
 except ValueError as error:
     print("ValueError:", error)
+
+# %% [markdown]
+# Tied models are where a duplicate slips in. `model.parameters()` yields each
+# tensor once, but a list built module by module, `[*model[2].parameters(),
+# *model[4].parameters()]` for a module used at places 2 and 4, holds the
+# shared tensors twice. The optimizer warns, then steps each listing: with
+# plain SGD the shared weight moves by `2 * lr * grad` instead of
+# `lr * grad` (here on the CPU; momentum and Adam's moments are likewise
+# applied per listing). Build groups from `parameters()` or
+# `named_parameters()`, which skip repeats.
+
+# %%
+torch.manual_seed(9)
+shared = nn.Linear(3, 3)
+tied_pair = nn.Sequential(nn.Linear(3, 3), nn.Tanh(), shared, nn.Tanh(), shared)
+per_module = [p for i in (0, 2, 4) for p in tied_pair[i].parameters()]
+print("tensors: parameters()", len(list(tied_pair.parameters())), "| concatenated per module", len(per_module))
+for label, params in [("parameters()", tied_pair.parameters()), ("per module  ", per_module)]:
+    tied_pair.zero_grad()
+    tied_pair(torch.ones(2, 3)).sum().backward()
+    before, grad = shared.weight.detach().clone(), shared.weight.grad.clone()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sgd = torch.optim.SGD(params, lr=0.1)
+    sgd.step()
+    moved = (shared.weight.detach() - before).norm() / (0.1 * grad.norm())
+    print(f"{label}: warnings {len(caught)}, shared weight moved by {moved.item():.1f} x lr x grad")
 
 # %% [markdown]
 # ## What comes next: tied embeddings, frozen BatchNorm, accumulation with a mean loss
@@ -566,6 +597,74 @@ for divide in (False, True):
           torch.allclose(layer.weight.grad, big_batch), f"(ratio {(layer.weight.grad / big_batch).mean().item():.1f})")
 
 # %% [markdown]
+# **One number for all the gradients, and clipping.** The health of a
+# training run is often read from one number: the norm of *all* gradients
+# together, the 2-norm of the vector you get by laying every `.grad` end to
+# end. A spike in it often comes just before the loss blows up. Capping it is
+# *gradient clipping*: `torch.nn.utils.clip_grad_norm_(model.parameters(),
+# max_norm)`, called between `backward()` and `step()`, computes that norm
+# and, when it exceeds `max_norm`, multiplies every gradient in place by
+# `max_norm / (norm + 1e-6)`, so the step keeps its direction and loses
+# length. It returns the norm *before* clipping, the number to log.
+# `torch.nn.utils.get_total_norm(grads)` (torch 2.6 and later) computes the
+# norm alone, from a list of gradient tensors. Because `parameters()` lists a
+# tied weight once, its summed gradient counts once in the norm.
+
+# %%
+torch.manual_seed(10)
+model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 1))
+X, y = torch.randn(32, 4), 50 * torch.randn(32, 1)  # large targets: large gradients
+nn.functional.mse_loss(model(X), y).backward()
+grads = [p.grad for p in model.parameters() if p.grad is not None]
+by_hand = torch.cat([g.flatten() for g in grads]).norm()
+print(f"norm of all gradients: by hand {by_hand.item():.2f}, get_total_norm {torch.nn.utils.get_total_norm(grads).item():.2f}")
+returned = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+print(f"clip_grad_norm_ returned {returned.item():.2f} (the norm before clipping);"
+      f" after it the norm is {torch.nn.utils.get_total_norm(grads).item():.4f}")
+
+# %% [markdown]
+# **Parameters under a constraint.** Sometimes a weight should stay
+# symmetric, orthogonal or of fixed length while it trains. A
+# *parametrization* keeps an unconstrained tensor as the parameter and
+# recomputes the weight from it, through a small module, every time
+# `layer.weight` is read: `torch.nn.utils.parametrize.register_parametrization
+# (layer, "weight", module)`. The optimizer trains the unconstrained tensor,
+# now at `parametrizations.weight.original` (and so in the `state_dict` under
+# that name), and every weight it produces satisfies the constraint. Two
+# ready-made ones live in `torch.nn.utils.parametrizations`: `orthogonal`
+# keeps a square weight orthogonal, and `weight_norm` splits it into a length
+# per output row (`original0`) and a direction (`original1`, whose own length
+# does not matter); it replaces the
+# older `torch.nn.utils.weight_norm`, which is deprecated. A weight used many
+# times in one forward pass (a tied layer) is recomputed at each use unless
+# the pass runs inside `with parametrize.cached():`.
+
+# %%
+from torch.nn.utils import parametrize
+from torch.nn.utils.parametrizations import orthogonal, weight_norm
+
+
+class Symmetric(nn.Module):
+    def forward(self, A):
+        return A.triu() + A.triu(1).T  # the upper triangle, mirrored
+
+
+torch.manual_seed(11)
+layer = nn.Linear(3, 3)
+parametrize.register_parametrization(layer, "weight", Symmetric())
+print("parameters:", [name for name, _ in layer.named_parameters()])
+rotation = orthogonal(nn.Linear(4, 4))
+sgd = torch.optim.SGD([*layer.parameters(), *rotation.parameters()], lr=0.5)
+for _ in range(3):
+    sgd.zero_grad()
+    (layer(torch.randn(8, 3)).pow(2).sum() + rotation(torch.randn(8, 4))[:, 0].sum()).backward()
+    sgd.step()
+W, Q = layer.weight.detach(), rotation.weight.detach()
+print("after 3 steps: symmetric:", torch.equal(W, W.T), "| orthogonal:", torch.allclose(Q @ Q.T, torch.eye(4), atol=1e-5))
+normed = weight_norm(nn.Linear(4, 3))
+print("weight_norm:", {name: tuple(p.shape) for name, p in normed.named_parameters() if "original" in name})
+
+# %% [markdown]
 # ## Summary
 #
 # - `state_dict()` maps qualified names to tensors; `named_parameters()` gives the
@@ -588,12 +687,19 @@ for divide in (False, True):
 #   decay keep moving a frozen parameter unless its `.grad` is `None`.
 # - `state_dict()` shares memory with the model: clone it for a snapshot.
 # - Parameter groups give parts of a model their own learning rate or weight
-#   decay (none for biases and normalization weights).
+#   decay (none for biases and normalization weights). A tensor in two groups
+#   raises; twice in one group it warns and is stepped twice: build groups from
+#   `parameters()`, which lists a tied tensor once.
 # - One `nn.Parameter` assigned to two modules is tied like a shared module
 #   (`head.weight = embedding.weight`).
 # - `requires_grad_(False)` leaves BatchNorm's running statistics updating in
 #   training mode: freeze it with `eval()` too.
 # - Accumulating the gradients of `k` micro-batches with a mean loss needs each
 #   loss divided by `k`.
+# - `clip_grad_norm_` caps the norm of all gradients together and returns it
+#   before clipping (log it); `get_total_norm` computes it alone.
+# - A parametrization (`register_parametrization`, `orthogonal`,
+#   `weight_norm`) trains an unconstrained tensor and recomputes the
+#   constrained weight from it at every read.
 #
 # Now try it yourself: `exercises/02_parameters/02_parameters.ipynb`.
