@@ -29,10 +29,11 @@
 # asserts scores nothing there.
 #
 # Every layer must work on whatever device its input is on. The hidden tests
-# stand in for a GPU with PyTorch's `meta` device (tensors with a shape but no
-# data): make any tensor you create on the input's device, and create parameters
-# without naming a device, so that a layer built under `with torch.device(...)`
-# gets them there, as `nn.Linear` does.
+# run it on a simulated GPU (the set-up cell below), which refuses, as a real
+# one does, an operation mixing its tensors with CPU tensors: make any tensor you
+# create on the input's device, and create parameters without naming a device,
+# so that a layer built under `with torch.device(...)` gets them there, as
+# `nn.Linear` does. [clause device]
 #
 # Each requirement the tests check ends with its name in brackets, such as
 # `[clause call_module]`: a test that fails is about one of them.
@@ -45,6 +46,139 @@ from torch import nn
 from torch.nn import functional as F
 
 _ = torch.manual_seed(0)  # the same random examples on every run
+
+# %% [markdown]
+# ## Set-up for the tests (run it; no need to read it)
+#
+# The next cell defines `_simulated_gpu()`, which lets the tests run your layers
+# on a GPU that the CPU plays, with a real GPU's rules, on any machine. In
+# JupyterLab its code is folded: run it, and click its left edge to unfold it.
+
+# %% jupyter={"source_hidden": true}
+# Test machinery, not part of any answer. Inside `with _simulated_gpu() as gpu:` the CPU plays a
+# CUDA GPU, `gpu` (cuda:0): tensors made on it or moved to it report that device and compute with
+# real values on the CPU, and it refuses what a real GPU refuses: an operation mixing it with a CPU
+# tensor of one or more dimensions (a 0-d CPU tensor counts as a number, as on CUDA), a CPU
+# generator for values drawn on it, `.numpy()` of it, and a GPU tensor as torch's (CPU) random
+# state. `torch.load(..., map_location="cuda")` puts what it loads on it. Outside it nothing changes.
+from contextlib import contextmanager
+
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_flatten, tree_map
+
+_GPU = torch.device("cuda", 0)
+
+
+class _OnGPU(torch.Tensor):
+    """A tensor of the simulated GPU: its values live on the CPU, it says it lives on cuda:0."""
+
+    @property
+    def device(self):
+        return _GPU
+
+    @property
+    def is_cuda(self):
+        return True
+
+    @property
+    def is_cpu(self):
+        return False
+
+
+def _where(value):
+    """The device a `device=` argument or a `.to()` argument names: cuda, cpu or None."""
+    if isinstance(value, torch.Tensor):
+        return value.device.type
+    if isinstance(value, int) and not isinstance(value, bool):
+        return "cuda"  # a bare index names a CUDA device
+    if isinstance(value, (str, torch.device)):
+        return torch.device(value).type
+    return None
+
+
+# What a real GPU lets mix devices: copies between devices, indexing with CPU indices, reading values.
+_ANY_DEVICE = {"to", "cuda", "cpu", "copy_", "__getitem__", "__setitem__", "__get__", "__set__", "__repr__",
+               "__format__", "__str__", "item", "tolist", "__bool__", "__float__", "__int__", "__index__",
+               "size", "dim", "numel", "__len__", "__iter__", "requires_grad_", "detach", "detach_",
+               "_has_compatible_shallow_copy_type", "module_load"}
+
+
+class _SimulatedGPU(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        name = getattr(func, "__name__", "")
+        tensors = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
+        on_gpu = any(isinstance(t, _OnGPU) for t in tensors)
+        target = _where(kwargs.get("device"))
+        if name in {"to", "cuda"}:
+            for value in [*args[1:], *kwargs.values()]:
+                target = _where(value) or target
+            target = "cuda" if name == "cuda" else target
+        if on_gpu and name in {"numpy", "__array__"}:
+            raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
+                            "tensor to host memory first.")
+        generator = kwargs.get("generator")
+        drawn_on_gpu = target == "cuda" or (on_gpu and target is None)
+        if generator is not None and drawn_on_gpu and generator.device.type != "cuda":
+            raise RuntimeError("Expected a 'cuda' device type for generator but found 'cpu'")
+        if on_gpu and name not in _ANY_DEVICE and any(not isinstance(t, _OnGPU) and t.dim() > 0 for t in tensors):
+            raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
+                               "cuda:0 and cpu!")
+        if target == "cuda":  # computed on the CPU, handed back as the GPU's
+            if name == "cuda":
+                func, args, kwargs = torch.Tensor.to, (args[0], "cpu"), {}
+            elif name == "to":
+                args = tuple("cpu" if _where(a) == "cuda" and not isinstance(a, torch.Tensor) else a for a in args)
+                kwargs = {k: "cpu" if k == "device" else v for k, v in kwargs.items()}
+            else:
+                kwargs["device"] = "cpu"
+            return tree_map(lambda r: r.as_subclass(_OnGPU) if type(r) is torch.Tensor else r, func(*args, **kwargs))
+        result = func(*args, **kwargs)
+        if name.endswith("_") and not name.endswith("__") and args and isinstance(args[0], torch.Tensor):
+            return args[0]  # in place: the tensor itself, on its own device (a GPU value copied into a CPU one)
+        if name == "module_load" and not isinstance(args[0], _OnGPU):  # load_state_dict copies into a CPU model
+            return result.as_subclass(torch.Tensor)
+        if target == "cpu" or name == "cpu":  # moved off the GPU: a plain CPU tensor again
+            return tree_map(lambda r: r.as_subclass(torch.Tensor) if isinstance(r, _OnGPU) else r, result)
+        return result
+
+
+def _on_gpu_all(value):
+    """Every tensor in a loaded object (dicts, lists and tuples of them) put on the simulated GPU."""
+    if isinstance(value, torch.Tensor):
+        return value.as_subclass(_OnGPU)
+    if isinstance(value, dict):
+        return type(value)((key, _on_gpu_all(item)) for key, item in value.items())
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(_on_gpu_all(item) for item in value)
+    return value
+
+
+@contextmanager
+def _simulated_gpu():
+    real_load, real_set_rng_state = torch.load, torch.set_rng_state
+
+    def load(f, map_location=None, *args, **kwargs):
+        if _where(map_location) != "cuda":
+            return real_load(f, map_location, *args, **kwargs)
+        return _on_gpu_all(real_load(f, "cpu", *args, **kwargs))
+
+    def set_rng_state(new_state):
+        if isinstance(new_state, _OnGPU):
+            raise TypeError("RNG state must be a torch.ByteTensor")
+        return real_set_rng_state(new_state)
+
+    swap = torch.__future__.get_swap_module_params_on_conversion()
+    torch.__future__.set_swap_module_params_on_conversion(True)  # module.to(gpu) keeps what .to() gives
+    torch.load = torch.serialization.load = load
+    torch.set_rng_state = torch.random.set_rng_state = set_rng_state
+    try:
+        with _SimulatedGPU():
+            yield _GPU
+    finally:
+        torch.load = torch.serialization.load = real_load
+        torch.set_rng_state = torch.random.set_rng_state = real_set_rng_state
+        torch.__future__.set_swap_module_params_on_conversion(swap)
 
 # %% [markdown]
 # ## 1. A layer without parameters
@@ -87,14 +221,16 @@ assert _X.grad is not None and torch.allclose(_X.grad, _G - _G.mean(), atol=1e-6
     "The gradient is wrong: the mean must stay part of the computation (no .detach(), .data or torch.no_grad())."
 _net = nn.Sequential(nn.Linear(3, 7), CenteredLayer())
 assert abs(_net(torch.randn(4, 3)).mean().item()) < 1e-5, "Inside nn.Sequential the output should have mean 0."
-# PyTorch's meta device (shapes, no data) stands in for a GPU: the output stays on the input's device.
+# On a GPU (simulated by the set-up cell, with a real GPU's rules) the output stays there, with the same values.
+_X = torch.randn(2, 3)
 try:
-    _out = CenteredLayer()(torch.randn(2, 3, device="meta"))
+    with _simulated_gpu() as _gpu:
+        _out = CenteredLayer()(_X.to(_gpu))
 except Exception as _error:
-    raise AssertionError("CenteredLayer failed on an input on another device (meta): compute with torch on the "
+    raise AssertionError("CenteredLayer failed on an input on a GPU (simulated): compute with torch on the "
                          f"input's device, without .item(), numpy or .cpu() ({_error}).") from _error
-assert isinstance(_out, torch.Tensor) and _out.device.type == "meta" and _out.shape == (2, 3), \
-    "For an input on another device (meta) the output should stay on that device: do not move it with .cpu()."
+assert isinstance(_out, torch.Tensor) and _out.device == _gpu and torch.allclose(_out.as_subclass(torch.Tensor), _X - _X.mean()), \
+    "For an input on a GPU the output should stay on that device, with the CPU's values: do not move it with .cpu()."
 ### BEGIN JUDGE
 def judge():
     """Run by the grader in its own process, never in the kernel (grader/judges.py)."""
@@ -210,19 +346,22 @@ _net = nn.Sequential(MyLinear(6, 4), MyLinear(4, 2))
 assert _net(torch.rand(3, 6)).shape == (3, 2), "Two MyLinear layers in nn.Sequential should chain (6 -> 4 -> 2)."
 assert sum(p.numel() for p in _net.parameters()) == 6 * 4 + 4 + 4 * 2 + 2, \
     "The parameters of MyLinear should be exactly W and b."
-# PyTorch's meta device (shapes, no data) stands in for a GPU: a layer built under a default device
+# On a GPU (simulated by the set-up cell, with a real GPU's rules): a layer built under a default device
 # keeps its parameters there, as nn.Linear does, and its output stays on the input's device.
 try:
-    with torch.device("meta"):
-        _layer = MyLinear(5, 3)
-    _out = _layer(torch.randn(4, 5, device="meta"))
+    with _simulated_gpu() as _gpu:
+        with torch.device(_gpu):
+            _layer = MyLinear(5, 3)
+        _X = torch.randn(4, 5, device=_gpu)
+        _out = _layer(_X)
+        _want = torch.relu(_X @ [p for p in _layer.parameters() if p.dim() == 2][0] + [p for p in _layer.parameters() if p.dim() == 1][0])
 except Exception as _error:
-    raise AssertionError("MyLinear failed when built and run on another device (meta): create W and b without "
-                         f"naming a device and compute without .cpu() ({_error}).") from _error
-assert all(p.device.type == "meta" for p in _layer.parameters()) and len(list(_layer.parameters())) == 2, \
-    "Built under `with torch.device('meta')`, MyLinear's W and b should be on meta (as nn.Linear's are): do not move them with .cpu()."
-assert isinstance(_out, torch.Tensor) and _out.device.type == "meta" and _out.shape == (4, 3), \
-    "For an input on another device (meta) the output should stay on that device: do not move it with .cpu()."
+    raise AssertionError("MyLinear failed when built and run on a GPU (simulated): create W and b without "
+                         f"naming a device, and make any tensor you use on the input's device, not the CPU ({_error}).") from _error
+assert all(p.device == _gpu for p in _layer.parameters()) and len(list(_layer.parameters())) == 2, \
+    "Built under `with torch.device(gpu)`, MyLinear's W and b should be on that GPU (as nn.Linear's are): do not move them with .cpu()."
+assert isinstance(_out, torch.Tensor) and _out.device == _gpu and _out.shape == (4, 3) and torch.allclose(_out, _want), \
+    "For an input on a GPU the output should stay on that device, with the CPU's values: do not move it with .cpu()."
 ### BEGIN JUDGE
 def judge():
     """Run by the grader in its own process, never in the kernel (grader/judges.py)."""
@@ -423,20 +562,23 @@ for _case in [(4, 2, 3, 30), (3, 5, 4, 31), (1, 1, 1, 32), (5, 3, 2, 33)]:
     assert torch.allclose(_y, _expected, rtol=1e-4, atol=1e-4), \
         "y[b, k] should be sum over i, j of W[i, j, k] * x[b, i] * x[b, j]: check which indices are summed."
 assert sum(p.numel() for p in TensorReduction(3, 2).parameters()) == 3 * 3 * 2, "The only parameter should be W."
-# PyTorch's meta device (shapes, no data) stands in for a GPU: a layer built under a default device
+# On a GPU (simulated by the set-up cell, with a real GPU's rules): a layer built under a default device
 # keeps W there, as nn.Linear does, and its output stays on the input's device.
 try:
-    with torch.device("meta"):
-        _layer = TensorReduction(4, 2)
-    _y = _layer(torch.randn(3, 4, device="meta"))
+    with _simulated_gpu() as _gpu:
+        with torch.device(_gpu):
+            _layer = TensorReduction(4, 2)
+        _x = torch.randn(3, 4, device=_gpu)
+        _y = _layer(_x)
+        _want = torch.einsum("ijk,bi,bj->bk", next(_layer.parameters()), _x, _x)
 except Exception as _error:
-    raise AssertionError("TensorReduction failed when built and run on another device (meta): create W without "
+    raise AssertionError("TensorReduction failed when built and run on a GPU (simulated): create W without "
                          "naming a device, and make any tensor you fill on x's device (x.new_zeros or "
                          f"device=x.device), without .item() or .cpu() ({_error}).") from _error
-assert all(p.device.type == "meta" for p in _layer.parameters()) and len(list(_layer.parameters())) == 1, \
-    "Built under `with torch.device('meta')`, TensorReduction's W should be on meta: do not move it with .cpu()."
-assert isinstance(_y, torch.Tensor) and _y.device.type == "meta" and _y.shape == (3, 2), \
-    "For an input on another device (meta) the output should stay on that device: do not move it with .cpu()."
+assert all(p.device == _gpu for p in _layer.parameters()) and len(list(_layer.parameters())) == 1, \
+    "Built under `with torch.device(gpu)`, TensorReduction's W should be on that GPU: do not move it with .cpu()."
+assert isinstance(_y, torch.Tensor) and _y.device == _gpu and _y.shape == (3, 2) and torch.allclose(_y, _want, atol=1e-5), \
+    "For an input on a GPU the output should stay on that device, with the CPU's values: do not move it with .cpu()."
 ### BEGIN JUDGE
 def judge():
     """Run by the grader in its own process, never in the kernel (grader/judges.py)."""
@@ -616,14 +758,17 @@ def _check_fourier_gradient(shape, seed):
 _check_fourier_gradient((6,), seed=50)
 _check_fourier_gradient((3, 7), seed=51)
 _check_fourier_gradient((2, 2, 5), seed=52)
-# PyTorch's meta device (shapes, no data) stands in for a GPU: the output stays on the input's device.
+# On a GPU (simulated by the set-up cell, with a real GPU's rules) the output stays there, with the same values.
+_X = torch.randn(2, 7)
 try:
-    _out = FourierHalf()(torch.randn(2, 7, device="meta"))
+    with _simulated_gpu() as _gpu:
+        _out = FourierHalf()(_X.to(_gpu))
 except Exception as _error:
-    raise AssertionError("FourierHalf failed on an input on another device (meta): compute with torch on the "
+    raise AssertionError("FourierHalf failed on an input on a GPU (simulated): compute with torch on the "
                          f"input's device (device=X.device for any tensor you make), not numpy ({_error}).") from _error
-assert isinstance(_out, torch.Tensor) and _out.device.type == "meta" and _out.shape == (2, 4), \
-    "For an input on another device (meta) the output should stay on that device: do not move it with .cpu()."
+assert isinstance(_out, torch.Tensor) and _out.device == _gpu and _out.shape == (2, 4) \
+    and torch.allclose(_out.as_subclass(torch.Tensor), torch.fft.fft(_X)[..., :4]), \
+    "For an input on a GPU the output should stay on that device, with the CPU's values: do not move it with .cpu()."
 ### END HIDDEN TESTS
 
 # %% [markdown]

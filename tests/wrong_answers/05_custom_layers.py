@@ -233,3 +233,8 @@ class TensorReduction(nn.Module):
 
     def forward(self, x):
         return torch.einsum("ijk,bi,bj->bk", self.weight, x, x)
+
+# %% wrong id=CenteredLayer clause=device seen_on=device -- builds its tensor of means on the CPU (torch.ones(X.shape)), which an input on a GPU cannot be combined with
+class CenteredLayer(nn.Module):
+    def forward(self, X):
+        return X - torch.ones(X.shape) * X.mean()
