@@ -125,6 +125,35 @@ print(nn.init.constant_(w, 0.5))
 print(nn.init.zeros_(w) is w)
 
 # %% [markdown]
+# Two more that practitioners reach for:
+#
+# - `trunc_normal_(w, mean, std, a, b)` draws from a normal law and redraws
+#   anything outside `[a, b]`, so no weight starts far out in a tail (vision
+#   transformers use it). `a` and `b` are *absolute values*, not numbers of
+#   standard deviations: the defaults `a=-2, b=2` with `std=0.02` lie 100
+#   standard deviations out and cut nothing. To cut at two standard
+#   deviations, pass `a=-2 * std, b=2 * std`; the cut also lowers the spread
+#   to about 0.88 `std`.
+# - `orthogonal_(w)` fills `w` with a (semi-)orthogonal matrix: its rows (or
+#   its columns, whichever are fewer) are orthonormal, so every singular value
+#   is 1 (times `gain`). Multiplying by it keeps a vector's length when `w`
+#   has at least as many rows as columns, in every direction, which is why it
+#   suits recurrent weights applied many times over.
+
+# %%
+torch.manual_seed(20)
+std = 0.02
+t = nn.init.trunc_normal_(torch.empty(128, 128), std=std)
+print(f"trunc_normal_, default a, b: largest |w| = {t.abs().max().item() / std:.1f} std (nothing cut)")
+t = nn.init.trunc_normal_(torch.empty(128, 128), std=std, a=-2 * std, b=2 * std)
+print(f"trunc_normal_, a, b = -+2 std: largest |w| = {t.abs().max().item() / std:.1f} std, spread {t.std().item() / std:.2f} std")
+q = nn.init.orthogonal_(torch.empty(256, 64))
+v = torch.randn(10, 64)
+print("orthogonal_: Q.T @ Q is the identity:", torch.allclose(q.T @ q, torch.eye(64), atol=1e-5),
+      f"| |Qv| / |v| between {((q @ v.T).norm(dim=0) / v.norm(dim=1)).min().item():.4f}"
+      f" and {((q @ v.T).norm(dim=0) / v.norm(dim=1)).max().item():.4f}")
+
+# %% [markdown]
 # ## `net.apply(fn)` visits every module
 #
 # `apply` calls `fn(m)` on every submodule and finally on the net itself
@@ -281,13 +310,17 @@ except RuntimeError as error:
 # Inside `torch.no_grad()` nothing is recorded, so in-place changes are allowed
 # and the parameter stays the same leaf tensor. Our example: the identity plus
 # a little noise, a start that lets a square layer pass its input through almost
-# unchanged.
+# unchanged. The identity is added through `weight.diagonal()`, a view of the
+# weight's own diagonal, rather than as `torch.eye(...)`: a new tensor is made
+# on the CPU unless told otherwise, and adding a CPU tensor in place to a
+# weight on a GPU raises. Build helpers from the tensor they fill (a view, or
+# `device=weight.device`) and they work wherever the model lives.
 
 # %%
 def near_identity_(weight, noise=0.01):
     with torch.no_grad():
         weight.normal_(0.0, noise)
-        weight.add_(torch.eye(*weight.shape))
+        weight.diagonal().add_(1.0)  # in place on the weight's own device
     return weight
 
 
@@ -325,8 +358,11 @@ print(all(torch.equal(p, q) for p, q in zip(net_a.parameters(), net_b.parameters
 
 # %% [markdown]
 # The global seed also decides everything drawn later (dropout, data order). To
-# keep initialization independent of that, the `nn.init` functions accept their
-# own `torch.Generator`.
+# keep initialization independent of that, the random `nn.init` functions take
+# a `generator=` argument, their own `torch.Generator`. One exception:
+# `sparse_` accepts it for its values but picks the positions of its zeros
+# with `torch.randperm` from the global generator, so its zeros still move
+# with the global seed.
 #
 # A generator belongs to one kind of device, the CPU unless created with
 # `torch.Generator(device=...)`, and torch refuses to draw numbers for a CUDA
@@ -620,6 +656,53 @@ fan_in = grouped.weight.shape[1] * 3 * 3  # in_channels / groups * kernel area
 print(f"Conv2d (groups=2): largest |weight| * sqrt(fan_in) = {grouped.weight.abs().max().item() * math.sqrt(fan_in):.3f}")
 
 # %% [markdown]
+# `nn.Embedding(n, d, padding_idx=i)` starts row `i` at zero and never gives
+# it a gradient, so the padding token contributes nothing. A custom rule
+# applied to the whole weight (`normal_(embedding.weight, 0, 0.02)`, as the
+# transformer recipe below does) fills that row too, and since its gradient is
+# always zero, training never brings it back: zero the padding row again after
+# any custom initialization.
+
+# %%
+torch.manual_seed(18)
+padded = nn.Embedding(6, 4, padding_idx=0)
+print("after construction, padding row is zero:", not padded.weight[0].any())
+nn.init.normal_(padded.weight, 0.0, 0.02)
+print("after normal_, padding row is zero:     ", not padded.weight[0].any())
+padded(torch.tensor([[0, 3, 0]])).sum().backward()
+print("its gradient is zero (training leaves it):", not padded.weight.grad[0].any())
+with torch.no_grad():
+    padded.weight[padded.padding_idx].zero_()
+print("after re-zeroing, padding row is zero:  ", not padded.weight[0].any())
+
+# %% [markdown]
+# One bias is best set from the data: the output layer's. With random weights
+# and zero bias a new model predicts about 0 for a regression target and
+# about 50 % for every class, and the first steps are spent learning the
+# targets' average. Start the bias there instead: the target mean for a
+# regression; for a binary classifier with a fraction `p` of positives, the
+# log-odds `log(p / (1 - p))` (for softmax over classes, the log of each
+# class's frequency). The initial loss then drops to what the average alone
+# achieves (for the classifier, the entropy of `p`).
+
+# %%
+torch.manual_seed(19)
+X = torch.randn(4096, 16)
+positive = (torch.rand(4096, 1) < 0.05).float()  # 5 % positives
+price = 50 + 5 * torch.randn(4096, 1)            # targets far from 0
+classifier, regressor = nn.Linear(16, 1), nn.Linear(16, 1)
+bce, mse = nn.functional.binary_cross_entropy_with_logits, nn.functional.mse_loss
+with torch.no_grad():
+    before = bce(classifier(X), positive).item(), mse(regressor(X), price).item()
+    p = positive.mean()
+    classifier.bias.fill_(torch.log(p / (1 - p)).item())
+    regressor.bias.fill_(price.mean().item())
+    after = bce(classifier(X), positive).item(), mse(regressor(X), price).item()
+entropy = -(p * p.log() + (1 - p) * (1 - p).log()).item()
+print(f"classifier BCE: {before[0]:.3f} -> {after[0]:.3f} (entropy of p = {entropy:.3f})")
+print(f"regressor MSE:  {before[1]:.0f} -> {after[1]:.1f} (variance of the targets = {price.var().item():.1f})")
+
+# %% [markdown]
 # `torch.nn.utils.skip_init(cls, *args)` is the meta-device recipe above for
 # one module: it builds the module on `meta` and calls `to_empty`, so nothing
 # is drawn and the values are undefined until you fill them. The class must
@@ -704,6 +787,12 @@ print(f"sqrt(2 * n_layers) = {math.sqrt(2 * n_layers):.2f}")
 # - A seed (global, or a `torch.Generator` passed to `nn.init`) makes
 #   initialization reproducible; a generator draws only for tensors of its own
 #   device type, so draw on the CPU and copy for the same numbers everywhere.
+#   `sparse_` still picks its zeros from the global generator.
+# - A custom initializer builds what it adds from the tensor it fills (a view
+#   such as `weight.diagonal()`, or `device=weight.device`), never a CPU
+#   constant, so it works on any device.
+# - `trunc_normal_`'s `a` and `b` are absolute bounds (`a=-2 * std` to cut at
+#   two standard deviations); `orthogonal_` gives every singular value 1.
 # - `calculate_gain` gives each activation's gain; a self-normalizing SELU
 #   network takes `"linear"` instead of `"selu"`.
 # - The scale matters: in a deep ReLU stack only the Kaiming gain keeps the
@@ -721,5 +810,7 @@ print(f"sqrt(2 * n_layers) = {math.sqrt(2 * n_layers):.2f}")
 #   builds one module without drawing anything. Transformers draw from
 #   `N(0, 0.02**2)` and scale each residual branch's last projection by
 #   `1/sqrt(2 * n_layers)`, so what the branches add does not grow with depth.
+# - Re-zero an `Embedding`'s `padding_idx` row after a custom init; start the
+#   output bias at the targets' mean or the classes' log-odds.
 #
 # Now try it yourself: `exercises/03_initialization/03_initialization.ipynb`.
