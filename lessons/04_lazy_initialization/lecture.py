@@ -93,6 +93,21 @@ except ValueError as error:
     print(type(error).__name__ + ":", str(error).split(" in ")[0])
 
 # %% [markdown]
+# Only some layers have a lazy twin: `Linear`, the convolutions and transposed
+# convolutions of one, two and three dimensions, and `BatchNorm` and
+# `InstanceNorm` of each dimension. The rest take their sizes up front:
+# `LayerNorm` and `GroupNorm`, `Embedding` (its input holds indices, and its
+# table's size is the vocabulary's, not a width it could read off a batch),
+# the recurrent layers and attention. For those, compute the width before
+# building them (the end of this lesson shows how).
+
+# %%
+twins = [name for name in dir(nn) if name.startswith("Lazy")]
+print(len(twins), "lazy layers:", ", ".join(name.removeprefix("Lazy") for name in twins))
+print("no lazy twin:", [name for name in ("LayerNorm", "GroupNorm", "Embedding", "LSTM", "GRU", "MultiheadAttention")
+                        if not hasattr(nn, "Lazy" + name)])
+
+# %% [markdown]
 # ## The first forward pass fixes the shapes
 #
 # Running one batch through the network lets each lazy layer read the width of
@@ -149,6 +164,35 @@ print("after load_state_dict:", type(loaded).__name__, "| weight lazy:", is_lazy
       "| shape:", tuple(loaded.weight.shape))
 loaded(torch.zeros(1, 4))
 print("after the first call: ", type(loaded).__name__)
+
+# %% [markdown]
+# The other direction fails: a `state_dict` saved *before* the dry run holds
+# the placeholders themselves. Since torch 2.6, `torch.load` reads files with
+# `weights_only=True` by default, which rebuilds only tensors and a short list
+# of safe types; `UninitializedParameter` is not among them, so the file is
+# refused with an `UnpicklingError`. Save after the dry run. (Passing
+# `weights_only=False` would load it, but it also lets the file run any code:
+# only for files you made yourself.) Tools that trace or compile a model,
+# `torch.export` and the older TorchScript (`torch.jit.script`), refuse
+# placeholders in the same way: materialize first.
+
+# %%
+import io
+
+unsaved = io.BytesIO()
+torch.save(nn.Sequential(nn.LazyLinear(3)).state_dict(), unsaved)
+unsaved.seek(0)
+try:
+    torch.load(unsaved)
+except Exception as error:  # pickle.UnpicklingError
+    print(type(error).__name__, "| lists the placeholder's class:", "UninitializedParameter" in str(error))
+ready = nn.Sequential(nn.LazyLinear(3))
+with torch.no_grad():
+    ready(torch.zeros(1, 4))  # the dry run
+saved = io.BytesIO()
+torch.save(ready.state_dict(), saved)
+saved.seek(0)
+print("after the dry run:", {name: tuple(t.shape) for name, t in torch.load(saved).items()})
 
 # %% [markdown]
 # ## Initializers and lazy layers
@@ -348,10 +392,12 @@ print("gradient reached the first layer:", lazy_net[0].weight.grad is not None)
 # fills in the same `Parameter` object (and changes its class), so the
 # optimizer already holds the real weights. Not every optimizer waits for its
 # first `step()`, though: `Adagrad` creates its per-parameter state in its
-# constructor, and a placeholder has no shape to create it with (`Muon`, which
-# checks shapes in its constructor, fails the same way). The safe
+# constructor, and a placeholder has no shape to create it with. The safe
 # order, and the one PyTorch's documentation of lazy modules uses, is the dry
-# run first and the optimizer after.
+# run first and the optimizer after. `Muon` (new in torch 2.9) is stricter
+# still: it accepts only 2-D parameters, so it rejects the placeholders and,
+# after the dry run, every bias too. It is meant for the hidden weight
+# matrices, with another optimizer such as `AdamW` for everything else.
 
 # %%
 torch.manual_seed(0)
@@ -369,6 +415,14 @@ try:
     torch.optim.Adagrad(nn.Sequential(nn.LazyLinear(4)).parameters())
 except ValueError as error:
     print("Adagrad on placeholders:", type(error).__name__ + ":", str(error).split(" in ")[0])
+try:
+    torch.optim.Muon(early.parameters())  # after the dry run, biases included
+except ValueError as error:
+    print("Muon on every parameter:", type(error).__name__ + ":", str(error).split(" whereas")[0])
+matrices = [p for p in early.parameters() if p.ndim == 2]
+muon = torch.optim.Muon(matrices)
+adamw = torch.optim.AdamW([p for p in early.parameters() if p.ndim != 2])
+print("Muon holds", len(matrices), "weight matrices; AdamW the", len(adamw.param_groups[0]["params"]), "biases")
 
 # %% [markdown]
 # Do the dry run by *calling* the network, `net(x)`, never with `net.forward(x)`.
@@ -771,10 +825,15 @@ print("output:", tuple(classifier(torch.zeros(2, 3, 28, 28)).shape))
 #   that nothing is still lazy afterwards.
 # - Most optimizers (`SGD`, `Adam`) also work when built before the dry run,
 #   because the placeholders become the real weights in place; one that creates
-#   state or checks shapes in its constructor (`Adagrad`, `Muon`) fails on
-#   placeholders. The
-#   safe order, the one PyTorch's documentation uses: dry run first, optimizer
-#   after.
+#   state in its constructor (`Adagrad`) fails on placeholders. The safe order,
+#   the one PyTorch's documentation uses: dry run first, optimizer after.
+#   `Muon` takes only 2-D parameters, before or after the dry run: give it the
+#   weight matrices and `AdamW` the rest.
+# - Only `Linear`, the convolutions and `BatchNorm`/`InstanceNorm` have lazy
+#   twins; `LayerNorm`, `Embedding`, RNNs and attention need their sizes.
+# - Dry-run before saving: `torch.load`'s default `weights_only=True` refuses
+#   a `state_dict` of placeholders; `torch.export` and TorchScript refuse
+#   them too.
 # - Lazy weights are created on the network's own device and dtype, not the
 #   input's: `.to(device, dtype)` first, then the dry run.
 # - Lazy layers are initialized after sized ones, so when a sized layer follows
