@@ -626,9 +626,12 @@ except Exception as error:
 # `DistributedDataParallel(model)` and `DataParallel(model)` save
 # `module.hidden.weight`. Loaded into a plain model, every key is unexpected
 # and every parameter missing. The real wrappers take seconds to import
-# (`torch.compile`), need a process group (`DistributedDataParallel`) or, where
-# CUDA exists, move the model onto a GPU (`DataParallel`), so a stand-in that keeps the model as
-# `self.module`, as the last two do, shows the problem here:
+# (`torch.compile`), need a process group (`DistributedDataParallel`) or GPUs
+# (`DataParallel`: its constructor moves the model to the GPU only when given
+# exactly one device id; with several it leaves the model where it is and its
+# forward pass raises unless the model is already on the first one), so a
+# stand-in that keeps the model as `self.module`, as the last two do, shows
+# the problem here:
 
 # %%
 class Wrapped(nn.Module):
