@@ -150,9 +150,13 @@ x = torch.tensor([1.0, 2.0, 3.0])
 print(x.device)
 
 # %% [markdown]
-# Pass `device=` to create a tensor directly on a device. Random values are the
-# exception: the same seed gives different numbers on CPU and GPU generators, so
-# for reproducible results draw them on the CPU and move them.
+# Pass `device=` to create a tensor directly on a device, random ones too. The
+# same seed gives different numbers on the CPU's and a GPU's generators, so when
+# the numbers themselves must match on every machine (a test against stored
+# values, as here) draw them once on the CPU and move them. In training, draw
+# on the device (`torch.randn(..., device=device)`, as dropout does): a copy
+# from the CPU at every step costs a transfer and, as shown below, makes the
+# CPU wait for the GPU.
 
 # %%
 X = torch.ones(2, 3, device=device)
@@ -728,10 +732,14 @@ else:
 # **`CUDA_VISIBLE_DEVICES`** decides which GPUs a process may see, and
 # renumbers them: started with `CUDA_VISIBLE_DEVICES=2,3`, a process sees the
 # machine's GPUs 2 and 3 as `cuda:0` and `cuda:1`, and with an empty value none
-# at all. It is read once, when the process first asks about CUDA, and a
-# change after that has no effect: set it in the shell that starts the
-# process, or in a child process's environment as here. This is how jobs that
-# share a machine keep off each other's GPUs.
+# at all. CUDA reads it once, when it initializes in the process (at the first
+# CUDA tensor or kernel), and a change after that has no effect. Before that
+# moment `torch.cuda.device_count()` reads the variable again at every call
+# (through NVML, NVIDIA's management library, without initializing CUDA), so
+# changing it inside a running script can make the count and the GPUs CUDA
+# later uses disagree. Set it in the shell that starts the process, or in a
+# child process's environment as here. This is how jobs that share a machine
+# keep off each other's GPUs.
 #
 # On a CUDA machine the cell below starts a Python process that may see only
 # this machine's last GPU, and compares the GPUs' UUIDs (unique per card): the
@@ -827,7 +835,9 @@ else:
 # - All operands of an operation must share a device; PyTorch raises otherwise.
 #   CPU scalars and CPU index tensors are the exceptions (indices are copied
 #   over for you, a hidden transfer).
-# - Draw random values on the CPU and move them, for the same numbers everywhere.
+# - CPU and GPU generators give different numbers for one seed: draw on the CPU
+#   once where the numbers must match everywhere (tests), on the device in
+#   training (a per-step copy from the CPU costs a transfer and a wait).
 # - `torch.accelerator` (`is_available`, `current_accelerator`, `device_count`,
 #   `synchronize`) asks the same questions for any accelerator; its
 #   `synchronize` raises where there is none.
@@ -852,7 +862,8 @@ else:
 #   `bfloat16` lose every update smaller than half the gap to the next
 #   `bfloat16` number (`1 + 0.001 == 1`).
 # - `CUDA_VISIBLE_DEVICES`, set before the process starts, chooses the GPUs a
-#   process sees and numbers them from 0. CUDA reports a kernel's error at a
+#   process sees and numbers them from 0 (CUDA reads it once, at its
+#   initialization; `device_count()` re-reads it until then). CUDA reports a kernel's error at a
 #   later call; `CUDA_LAUNCH_BLOCKING=1` makes it point at the right line. Out
 #   of memory raises `torch.cuda.OutOfMemoryError`; `memory_summary()` shows
 #   where the memory went, and `expandable_segments:True` in
