@@ -17,7 +17,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # environment's editable install points at.
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH),)
 
-.PHONY: setup system-packages lab hub hub-member hub-rerelease lesson readme-table test test-fast lint exercises notebooks check-env grade feedback report bench mutants release backup restore clean clean-grading
+.PHONY: setup system-packages lab hub hub-member hub-rerelease lesson fix readme-table test test-fast lint exercises notebooks check-env grade feedback report bench mutants release backup restore clean clean-grading
 
 ifneq ($(SHARED_OWNER),)
 # Another checkout's environment: left as it is (its grader stays pointed at that checkout).
@@ -117,6 +117,7 @@ exercises: setup
 # Rebuild notebooks from lessons/*/ text sources and store fresh outputs.
 notebooks: setup
 	$(PY) -m tools.notebooks build --execute $(LESSON)
+	$(PY) -m tools.clauses
 
 # What students get, and nothing else (no solutions, hidden tests or lesson sources):
 # make release OUT=folder-or-file.zip [COLAB=owner/repo@branch]; badges: release.toml.
@@ -134,6 +135,25 @@ lesson: setup
 		|| [ $$? -eq 5 ] # 5: the lesson has no judged item
 	$(PY) -m tools.mutants $(LESSON)
 	$(PY) -m pytest -o addopts="-p no:cacheprovider -n 2 --dist loadscope --nbval --nbval-kernel-name course-grader --nbval-sanitize-with tests/sanitize.cfg" -q course/$(LESSON).ipynb solutions/$(LESSON)
+
+# A fix mid-term of one lesson's exercise, all of it (docs/instructors.md section 7; under 2 minutes):
+# make fix LESSON=<id> [SUBMISSIONS=DIR-OR-ZIP [ROSTER=CSV] [JOBS=N]] [OUT=RELEASE-FOLDER-OR-ZIP [COLAB=...]]
+# Rebuilds only its nbgrader source (not the lecture) and student version, reruns its mutants into
+# the report (the other lessons' lines kept), checks its tests, nbval of its source; then grades
+# SUBMISSIONS again and writes (and, with a local exchange, releases) the feedback; then OUT's release.
+fix: setup
+	@test -n "$(LESSON)" || { echo "usage: make fix LESSON=<id> [SUBMISSIONS=DIR-OR-ZIP [ROSTER=CSV] [JOBS=N]] [OUT=RELEASE]"; exit 2; }
+	$(PY) -m tools.notebooks build --execute --only exercise --changed $(LESSON)
+	$(PY) -m tools.course exercises $(LESSON)
+	$(PY) -m tools.mutant_report $(LESSON)
+	$(PY) -m pytest -p no:nbval -o addopts="-p no:cacheprovider -n 2" -q tests/test_mutants.py tests/test_exercises.py tests/test_judges.py \
+		-k "$(LESSON) or the_report or every_item_has"
+	$(PY) -m pytest -o addopts="-p no:cacheprovider --nbval --nbval-kernel-name course-grader --nbval-sanitize-with tests/sanitize.cfg" -q solutions/$(LESSON)
+	$(if $(SUBMISSIONS),$(PY) -m grader grade $(LESSON) --submissions "$(SUBMISSIONS)" $(if $(JOBS),--jobs $(JOBS),) $(if $(ROSTER),--canvas-roster "$(ROSTER)",),)
+	$(if $(SUBMISSIONS),$(PY) -m grader feedback $(LESSON),)
+	@# Hand-ins collected through nbgrader's exchange (they have timestamps) get their feedback back there.
+	$(if $(SUBMISSIONS),@if ls feedback/*/$(LESSON)/timestamp.txt >/dev/null 2>&1; then $(VENV)/bin/nbgrader release_feedback $(LESSON); fi,)
+	$(if $(OUT),$(PY) -m tools.release "$(OUT)" $(if $(COLAB),--colab "$(COLAB)",),)
 
 # README's lesson table only (a new lesson's row), without building or running any notebook.
 readme-table: setup

@@ -20,6 +20,11 @@ Students' home folders are theirs: the machine's own backups keep them. The arch
 file's owner by name and its mode, so a restore as root on a machine whose accounts `make hub`
 re-created from the roster gives every file back to the same account. A restore refuses to
 overwrite a course or hub state that already holds a gradebook unless --force.
+
+The archive also records the release the class was graded against (history.course_sources: the
+commit, whether the tree was dirty, a hash of each assignment's source notebooks). A restore into
+a course whose source notebooks differ for one of those assignments refuses, naming them, unless
+--force: grading again there would grade against other tests than the class was graded with.
 """
 
 from __future__ import annotations
@@ -28,12 +33,15 @@ import argparse
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tarfile
 import time
 from pathlib import Path
+
+from .history import course_sources
 
 COURSE_PARTS = ("gradebook.db", "submitted", "autograded", "feedback", "grades", ".exchange", ".grader-state")
 HUB_PARTS = ("hub", "course", "exchange")
@@ -67,6 +75,7 @@ def create(out: Path, root: Path, hub_state: Path | None, db_url: str = "") -> d
     """Write the archive; returns its manifest (what it holds)."""
     kept = parts(root, hub_state)
     manifest: dict = {"made": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "parts": [name for name, _ in kept]}
+    manifest["graded_against"] = course_sources(root, source_directory(root))
     out.parent.mkdir(parents=True, exist_ok=True)
     with tarfile.open(out, "w:gz") as archive:
         for name, path in kept:
@@ -91,6 +100,35 @@ def add_bytes(archive: tarfile.TarFile, name: str, data: bytes) -> None:
     archive.addfile(info, io.BytesIO(data))
 
 
+def source_directory(root: Path) -> str:
+    """The course's nbgrader source folder: its config's CourseDirectory.source_directory (this
+    course: solutions), else nbgrader's default, source."""
+    config = root / "nbgrader_config.py"
+    text = config.read_text(encoding="utf-8", errors="replace") if config.exists() else ""
+    found = re.search(r"source_directory\s*=\s*[\"']([^\"']+)[\"']", text)
+    return found.group(1) if found else "source"
+
+
+def other_sources(manifest: dict, root: Path) -> str | None:
+    """Why the archive's grades do not belong with the course at `root`, or None."""
+    recorded = manifest.get("graded_against")
+    if not recorded:
+        return None  # an archive from before the record: nothing to compare
+    here = course_sources(root, source_directory(root))
+    differ = sorted(
+        a for a in recorded["sources"] if a in here["sources"] and here["sources"][a] != recorded["sources"][a]
+    )
+    if not differ:
+        return None
+    state = " with uncommitted changes" if recorded.get("dirty") else ""
+    now = " with uncommitted changes" if here.get("dirty") else ""
+    return (
+        f"the backup was graded against the sources of commit {recorded['commit']}{state}; this course's source "
+        f"notebooks of {', '.join(differ)} differ (commit {here['commit']}{now}), so grading again here would use "
+        f"other tests than the class was graded with: check out {recorded['commit']} first"
+    )
+
+
 def has_gradebook(root: Path, hub_state: Path | None) -> bool:
     places = [root / "gradebook.db"] + ([hub_state / "course" / "gradebook.db"] if hub_state else [])
     return any(p.exists() for p in places)
@@ -104,6 +142,9 @@ def restore(
     spelled = SPELLED[via]
     with tarfile.open(source, "r:gz") as archive:
         manifest = json.loads(archive.extractfile(MANIFEST).read())  # type: ignore[union-attr]
+        mismatch = None if force else other_sources(manifest, root)
+        if mismatch:
+            raise ValueError(f"{mismatch}, or restore with {spelled['force']} to pair them anyway")
         if not force and has_gradebook(root, hub_state):
             raise FileExistsError(f"a gradebook is already there; restore with {spelled['force']} to replace it")
         targets = {"course": root, "hub-state": hub_state}

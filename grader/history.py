@@ -13,6 +13,11 @@ nbgrader's autograde marks every written answer that already has a hand-given gr
 review again (SaveAutoGrades), so one regrade would hold back every written grade from
 `lms push` until re-marked. KeepWrittenGrades (pipeline.py, after SaveAutoGrades) keeps a
 written grade when the answer is the same text it was at the previous autograde.
+
+`course_sources` names the release a course is graded against (its git commit, whether the tree
+had uncommitted changes, and a hash of each assignment's source notebooks): `make release` records
+it in `.course-release.json`, `make backup` in the archive, and `make restore` refuses to pair a
+backup with other sources (backup.py).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import nbformat
@@ -76,3 +82,33 @@ def _write(path: Path, text: str) -> None:
     partial = path.with_suffix(f".{os.getpid()}.partial")
     partial.write_text(text, encoding="utf-8")
     os.replace(partial, path)
+
+
+def _git(root: Path, *args: str) -> str | None:
+    try:
+        run = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return run.stdout if run.returncode == 0 else None
+
+
+def course_sources(root: Path, source_directory: str = "solutions") -> dict:
+    """{"commit": the checkout's HEAD (or "unknown"), "dirty": whether tracked files had
+    uncommitted changes (None outside git), "sources": {assignment: sha256 of its source
+    notebooks, by path and content}}: what a grade was computed against."""
+    root = Path(root)
+    head = _git(root, "rev-parse", "HEAD")
+    status = _git(root, "status", "--porcelain", "--untracked-files=no")
+    sources: dict[str, str] = {}
+    folder = root / source_directory
+    for assignment in sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []:
+        sha = hashlib.sha256()
+        for path in sorted(assignment.rglob("*.ipynb")):
+            if ".ipynb_checkpoints" not in path.parts:
+                sha.update(path.relative_to(assignment).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        sources[assignment.name] = sha.hexdigest()
+    return {
+        "commit": head.strip() if head else "unknown",
+        "dirty": bool(status.strip()) if status is not None else None,
+        "sources": sources,
+    }

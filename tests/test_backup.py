@@ -154,3 +154,35 @@ def test_a_refused_restore_names_the_flag_as_the_user_types_it(tmp_path, capsys)
     forced = grader_cases.make_command("restore", f"FROM={archive}", f"CURDIR={live}", "FORCE=1")
     done = subprocess.run(forced, shell=True, cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0 and (live / "gradebook.db").read_text() == "kept", done.stderr
+
+
+def test_a_restore_refuses_by_name_the_sources_the_class_was_not_graded_against(tmp_path, capsys):
+    """The archive records the release graded against (commit, dirty tree, each assignment's source
+    hash); a course whose source notebooks of that assignment changed since is refused unless forced."""
+    kept = tmp_path / "kept"
+    (kept / "solutions" / A).mkdir(parents=True)
+    (kept / "solutions" / "other").mkdir()
+    (kept / "nbgrader_config.py").write_text('c.CourseDirectory.source_directory = "solutions"\n')
+    (kept / "solutions" / A / f"{A}.ipynb").write_text("the test as graded")
+    (kept / "solutions" / "other" / "other.ipynb").write_text("unchanged")
+    (kept / "gradebook.db").write_text("kept")
+    archive = tmp_path / "class.tar.gz"
+    manifest = backup.create(archive, kept, None)
+    recorded = manifest["graded_against"]
+    assert recorded["commit"] == "unknown" and recorded["dirty"] is None and set(recorded["sources"]) == {A, "other"}
+
+    (kept / "gradebook.db").unlink()
+    (kept / "solutions" / A / f"{A}.ipynb").write_text("the test fixed since")
+    assert backup.main(["restore", str(archive), "--root", str(kept)]) == 1
+    err = capsys.readouterr().err
+    assert f"source notebooks of {A} differ" in err and "other" not in err.split("differ")[0], err
+    assert "restore with --force to pair them anyway" in err and not (kept / "gradebook.db").exists()
+    command = grader_cases.make_command("restore", f"FROM={archive}", f"CURDIR={kept}")
+    done = subprocess.run(command, shell=True, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 1 and "restore with FORCE=1 to pair them anyway" in done.stderr, done.stderr
+    assert backup.main(["restore", str(archive), "--root", str(kept), "--force"]) == 0
+    assert (kept / "gradebook.db").read_text() == "kept"
+
+    (kept / "gradebook.db").unlink()
+    (kept / "solutions" / A / f"{A}.ipynb").write_text("the test as graded")
+    assert backup.main(["restore", str(archive), "--root", str(kept)]) == 0, "the same sources: restored"

@@ -12,6 +12,7 @@ import nbformat
 import pytest
 
 from conftest import ASSIGNMENTS, ROOT
+from grader.history import course_sources
 from tools import release
 
 pytestmark = pytest.mark.unit
@@ -124,6 +125,9 @@ def test_an_earlier_release_is_replaced_but_never_a_folder_of_other_files(tmp_pa
     assert not (out / "course" / "stale.ipynb").exists() and (out / ".git" / "HEAD").exists()
     marker = json.loads((out / release.MARKER).read_text())
     assert marker["colab"] == f"{release.Location.configured().repository}@{release.Location.configured().branch}"
+    now = course_sources(ROOT)  # a dirty tree is marked: the commit alone does not give this release back
+    assert marker["commit"] == now["commit"] and isinstance(marker["dirty"], bool)
+    assert set(marker["sources"]) == set(now["sources"]) and ASSIGNMENTS[0] in marker["sources"]
 
     other = tmp_path / "notes"
     other.mkdir()

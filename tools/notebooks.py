@@ -44,7 +44,10 @@ Before writing anything, the builder checks the course rules (tools/rules.py)
 and stops at the first violation with `file:line` and the rule.
 
 Commands:
-    python -m tools.notebooks build [--execute] [ID ...]
+    python -m tools.notebooks build [--execute] [--only lecture|exercise] [--changed] [ID ...]
+                                        # --only exercise: a fix to an exercise leaves the lecture
+                                        # (and its stored outputs) as they are; --changed: only the
+                                        # notebooks whose cells differ from their source (make fix)
     python -m tools.notebooks check     # fail if a notebook or README drifted from its source
     python -m tools.notebooks table     # README's lesson table only (a new lesson's row), in seconds
     python -m tools.notebooks format    # rewrite sources in jupytext's canonical form
@@ -139,14 +142,22 @@ def with_stored_outputs(fresh: nbformat.NotebookNode, path: Path) -> nbformat.No
     return old
 
 
-def build(ids: list[str] | None, run: bool) -> None:
+def build(ids: list[str] | None, run: bool, only: str | None = None, changed: bool = False) -> None:
+    """Write the notebooks of `ids` (default: every lesson); `only`: "lecture" or "exercise"
+    builds that notebook of each lesson and leaves the other one (and its outputs) alone;
+    `changed`: only the notebooks whose cells no longer match their source."""
     rules.check(ids)
     for target in targets(ids):
+        if only is not None and target.graded != (only == "exercise"):
+            continue
         nb = target.build()
+        if changed and target.notebook.exists() and with_stored_outputs(nb, target.notebook) is not nb:
+            print(f"unchanged {target.notebook.relative_to(ROOT)}")
+            continue
         nb = execute(nb, target.notebook.parent) if run else with_stored_outputs(nb, target.notebook)
         write(nb, target.notebook)
         print(f"{'executed' if run else 'built'} {target.notebook.relative_to(ROOT)}")
-    if not ids:
+    if not ids and only is None and not changed:
         readme = ROOT / "README.md"
         readme.write_text(with_lesson_table(readme.read_text(encoding="utf-8")), encoding="utf-8")
 
@@ -201,6 +212,10 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     build_cmd = sub.add_parser("build", help="check the rules, then write notebooks from their text sources")
     build_cmd.add_argument("--execute", action="store_true", help="run them and store outputs")
+    build_cmd.add_argument(
+        "--only", choices=("lecture", "exercise"), help="build only this notebook of each lesson (default: both)"
+    )
+    build_cmd.add_argument("--changed", action="store_true", help="only notebooks whose cells differ from their source")
     build_cmd.add_argument("ids", nargs="*")
     sub.add_parser("check", help="fail when a notebook or the README drifted from its source")
     sub.add_parser("table", help="rewrite only README's lesson table (no notebook is built or run)")
@@ -208,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "build":
-            build(args.ids or None, args.execute)
+            build(args.ids or None, args.execute, args.only, args.changed)
             return 0
         if args.command == "table":
             readme = ROOT / "README.md"

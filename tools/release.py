@@ -38,6 +38,7 @@ from pathlib import Path
 import nbformat
 from nbgrader.utils import compute_checksum
 
+from grader.history import course_sources
 from tools.source import BRANCH, REPOSITORY, lesson_ids, lesson_settings, read_source
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -277,15 +278,17 @@ def build(folder: Path, location: Location) -> None:
                 with_badges(notebook, location)
     (folder / "README.md").write_text(readme(location), encoding="utf-8")
     (folder / "requirements.txt").write_text("\n".join(pinned(STUDENT_PACKAGES)) + "\n", encoding="utf-8")
+    # The release's origin: the commit, whether the tree had uncommitted changes ("dirty": the
+    # commit alone does not give this release back) and each exercise's source hash.
+    sources = course_sources(ROOT)
+    marker = {
+        "commit": sources["commit"],
+        "dirty": sources["dirty"],
+        "colab": f"{location.repository}@{location.branch}",
+    }
     (folder / MARKER).write_text(
-        json.dumps({"commit": commit(), "colab": f"{location.repository}@{location.branch}"}, indent=1) + "\n",
-        encoding="utf-8",
+        json.dumps({**marker, "sources": sources["sources"]}, indent=1) + "\n", encoding="utf-8"
     )
-
-
-def commit() -> str:
-    run = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    return run.stdout.strip() if run.returncode == 0 else "unknown"
 
 
 def replaceable(out: Path) -> str | None:
