@@ -492,8 +492,8 @@ assert _frozen == ["0.weight", "0.bias", "2.1.weight", "2.1.bias"], \
 # The two places stay identical after every step: they are one module object,
 # so there is one weight tensor, and an optimizer built from `net.parameters()`
 # (which lists it once) updates it once per step. (A list concatenated module by
-# module would hold it twice: the optimizer only warns and steps it twice.) Its gradient equals the sum of the twin's two gradients (up to
-# rounding): backward adds one term per use of the weight, and in the twin each
+# module would hold it twice: the optimizer only warns and steps it twice.) Its
+# gradient equals the sum of the twin's two gradients (up to rounding): backward adds one term per use of the weight, and in the twin each
 # copy collects only its own use's term. The sum can be longer or shorter than
 # either term, depending on how the two terms are aligned, so the shared weight
 # moves as both uses ask together, not as either alone. The loss goes down as

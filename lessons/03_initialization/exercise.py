@@ -712,22 +712,22 @@ assert not any(_recording), \
 # ## 5. In your own words
 #
 # Pick one initializer from `torch.nn.init` that the lecture did not use (for
-# example `orthogonal_`, `trunc_normal_`, `sparse_`, `eye_` or `dirac_`). Say in
-# two or three sentences what it does and in which situation you would choose it.
+# example `sparse_`, `eye_` or `dirac_`). Say in two or three sentences what it
+# does and in which situation you would choose it.
 
 # %% manual [markdown] grade_id="initializer_answer" points=2
-# Model answer (one of several): `orthogonal_` fills a weight with a (semi-)
-# orthogonal matrix, so the layer rotates its input without stretching or
-# shrinking it: every singular value is 1 (times the gain). That keeps the norm of
-# signals and gradients steady over many repeated multiplications, so it is a
-# good choice for the recurrent weights of an RNN or for very deep linear-ish
-# stacks, where a random Gaussian matrix's spread of singular values would make
-# some directions explode and others vanish. `trunc_normal_` (a normal law with
-# the tails cut off) is another good answer: used in transformers so that no
-# single weight starts far out in the tails. Its bounds `a` and `b` are
-# absolute values, not multiples of `std`: with `std=0.02` the defaults
-# `a=-2, b=2` lie 100 standard deviations out and cut nothing, so a cut at two
-# standard deviations is `trunc_normal_(w, std=0.02, a=-0.04, b=0.04)`.
+# Model answer (one of several): `dirac_` fills a convolution weight of shape
+# `(out_channels, in_channels, *kernel)` with a 1 at the kernel's centre linking
+# output channel `i` to input channel `i`, and 0 everywhere else, so the layer
+# (with zero bias and `same` padding) returns its input unchanged; surplus output
+# channels are zero. It is the convolutional `eye_`: choose it to start a deep
+# convolutional stack or a newly inserted layer as the identity, so that adding
+# the layer does not change what the network computes and training moves it
+# away from the identity only as far as the loss asks. `sparse_` is another
+# good answer: it draws each weight from `N(0, std**2)` and then zeroes a
+# fraction `sparsity` of every column, giving each unit a few random inputs (an
+# old recipe for deep and recurrent nets). Its `generator=` seeds the values
+# only: the zeros' positions come from the global generator.
 
 # %% [markdown]
 # ## Summary

@@ -886,9 +886,10 @@ assert _made and {p.device.type for m in _made for p in m.parameters()} == {"met
 # pass the later weights are placeholders, so counting parameters or
 # initializing by type must wait for a dry run. Most optimizers (`SGD`, `Adam`)
 # built before the dry run still work, since materializing fills in the very
-# `Parameter` objects they already hold; but one that creates state or checks
-# shapes in its constructor (`Adagrad`, `Muon`) fails on the placeholders. So build the
-# optimizer after the dry run, as PyTorch's documentation does.
+# `Parameter` objects they already hold; but one that creates state in its
+# constructor (`Adagrad`) fails on the placeholders. So build the optimizer
+# after the dry run, as PyTorch's documentation does. (`Muon` refuses them too,
+# and after the dry run still refuses every bias: it takes only 2-D weights.)
 #
 # (b) The shapes are fixed after materialization, so the 30-feature batch fails
 # in the first layer with a shape error ("mat1 and mat2 shapes cannot be
