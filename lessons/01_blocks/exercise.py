@@ -43,6 +43,146 @@ from torch.nn import functional as F
 _ = torch.manual_seed(0)  # the same random examples on every run
 
 # %% [markdown]
+# ## Set-up for the tests (run it; no need to read it)
+#
+# The next cell defines `_simulated_gpu()`, which lets the tests run your blocks
+# on a GPU that the CPU plays, with a real GPU's rules, on any machine. In
+# JupyterLab its code is folded: run it, and click its left edge to unfold it.
+
+# %% jupyter={"source_hidden": true}
+# Test machinery, not part of any answer. Inside `with _simulated_gpu() as gpu:` the CPU plays a
+# CUDA GPU, `gpu` (cuda:0): tensors made on it or moved to it report that device and compute with
+# real values on the CPU, and it refuses what a real GPU refuses: an operation mixing it with a CPU
+# tensor of one or more dimensions (a 0-d CPU tensor counts as a number, as on CUDA), a CPU
+# generator for values drawn on it, `.numpy()` of it, and a GPU tensor as torch's (CPU) random
+# state. `torch.load(..., map_location="cuda")` puts what it loads on it. Outside it nothing changes.
+from contextlib import contextmanager
+
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_flatten, tree_map
+
+_GPU = torch.device("cuda", 0)
+
+
+class _OnGPU(torch.Tensor):
+    """A tensor of the simulated GPU: its values live on the CPU, it says it lives on cuda:0."""
+
+    @property
+    def device(self):
+        return _GPU
+
+    @property
+    def is_cuda(self):
+        return True
+
+    @property
+    def is_cpu(self):
+        return False
+
+    def __deepcopy__(self, memo):  # a copy of a GPU tensor (a parameter too) is one as well
+        if id(self) not in memo:
+            copied = torch.Tensor.__deepcopy__(self.detach().as_subclass(torch.Tensor), {}).as_subclass(_OnGPU)
+            copied._is_param = getattr(self, "_is_param", False)
+            memo[id(self)] = copied.requires_grad_(self.requires_grad)
+        return memo[id(self)]
+
+
+def _where(value):
+    """The device a `device=` argument or a `.to()` argument names: cuda, cpu or None."""
+    if isinstance(value, torch.Tensor):
+        return value.device.type
+    if isinstance(value, int) and not isinstance(value, bool):
+        return "cuda"  # a bare index names a CUDA device
+    if isinstance(value, (str, torch.device)):
+        return torch.device(value).type
+    return None
+
+
+# What a real GPU lets mix devices: copies between devices, indexing with CPU indices, reading values.
+_ANY_DEVICE = {"to", "cuda", "cpu", "copy_", "__getitem__", "__setitem__", "__get__", "__set__", "__repr__",
+               "__format__", "__str__", "item", "tolist", "__bool__", "__float__", "__int__", "__index__",
+               "size", "dim", "numel", "__len__", "__iter__", "requires_grad_", "detach", "detach_",
+               "_has_compatible_shallow_copy_type", "module_load"}
+
+
+class _SimulatedGPU(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        name = getattr(func, "__name__", "")
+        tensors = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
+        on_gpu = any(isinstance(t, _OnGPU) for t in tensors)
+        target = _where(kwargs.get("device"))
+        if name in {"to", "cuda"}:
+            for value in [*args[1:], *kwargs.values()]:
+                target = _where(value) or target
+            target = "cuda" if name == "cuda" else target
+        if on_gpu and name in {"numpy", "__array__"}:
+            raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
+                            "tensor to host memory first.")
+        generator = kwargs.get("generator")
+        drawn_on_gpu = target == "cuda" or (on_gpu and target is None)
+        if generator is not None and drawn_on_gpu and generator.device.type != "cuda":
+            raise RuntimeError("Expected a 'cuda' device type for generator but found 'cpu'")
+        if on_gpu and name not in _ANY_DEVICE and any(not isinstance(t, _OnGPU) and t.dim() > 0 for t in tensors):
+            raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
+                               "cuda:0 and cpu!")
+        if target == "cuda":  # computed on the CPU, handed back as the GPU's
+            if name == "cuda":
+                func, args, kwargs = torch.Tensor.to, (args[0], "cpu"), {}
+            elif name == "to":
+                args = tuple("cpu" if _where(a) == "cuda" and not isinstance(a, torch.Tensor) else a for a in args)
+                kwargs = {k: "cpu" if k == "device" else v for k, v in kwargs.items()}
+            else:
+                kwargs["device"] = "cpu"
+            return tree_map(lambda r: r.as_subclass(_OnGPU) if type(r) is torch.Tensor else r, func(*args, **kwargs))
+        result = func(*args, **kwargs)
+        if name.endswith("_") and not name.endswith("__") and args and isinstance(args[0], torch.Tensor):
+            return args[0]  # in place: the tensor itself, on its own device (a GPU value copied into a CPU one)
+        if name == "module_load" and not isinstance(args[0], _OnGPU):  # load_state_dict copies into a CPU model
+            return result.as_subclass(torch.Tensor)
+        if target == "cpu" or name == "cpu":  # moved off the GPU: a plain CPU tensor again
+            return tree_map(lambda r: r.as_subclass(torch.Tensor) if isinstance(r, _OnGPU) else r, result)
+        return result
+
+
+def _on_gpu_all(value):
+    """Every tensor in a loaded object (dicts, lists and tuples of them) put on the simulated GPU."""
+    if isinstance(value, torch.Tensor):
+        return value.as_subclass(_OnGPU)
+    if isinstance(value, dict):
+        return type(value)((key, _on_gpu_all(item)) for key, item in value.items())
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(_on_gpu_all(item) for item in value)
+    return value
+
+
+@contextmanager
+def _simulated_gpu():
+    real_load, real_set_rng_state = torch.load, torch.set_rng_state
+
+    def load(f, map_location=None, *args, **kwargs):
+        if _where(map_location) != "cuda":
+            return real_load(f, map_location, *args, **kwargs)
+        return _on_gpu_all(real_load(f, "cpu", *args, **kwargs))
+
+    def set_rng_state(new_state):
+        if isinstance(new_state, _OnGPU):
+            raise TypeError("RNG state must be a torch.ByteTensor")
+        return real_set_rng_state(new_state)
+
+    swap = torch.__future__.get_swap_module_params_on_conversion()
+    torch.__future__.set_swap_module_params_on_conversion(True)  # module.to(gpu) keeps what .to() gives
+    torch.load = torch.serialization.load = load
+    torch.set_rng_state = torch.random.set_rng_state = set_rng_state
+    try:
+        with _SimulatedGPU():
+            yield _GPU
+    finally:
+        torch.load = torch.serialization.load = real_load
+        torch.set_rng_state = torch.random.set_rng_state = real_set_rng_state
+        torch.__future__.set_swap_module_params_on_conversion(swap)
+
+# %% [markdown]
 # ## 1. A sequential container of your own
 #
 # Write `MySequential`, a block that chains its child modules in order, like
@@ -143,20 +283,21 @@ _b.zero_grad()
 nn.Sequential(_a, nn.Tanh(), _b)(_Y).sum().backward()  # the same modules in torch's own container
 assert all(g is not None and torch.allclose(g, p.grad) for g, p in zip(_grads, (_a.weight, _b.weight))), \
     "backward should reach every child with the gradients nn.Sequential gives: is forward run under torch.no_grad(), or an output detached?"
-# The meta device stands in for a GPU: the output stays on the input's device, net[i] is the module itself.
-_m1, _m2 = nn.Linear(3, 4, device="meta"), nn.Linear(4, 2, device="meta")
-_meta = MySequential(_m1, nn.ReLU(), _m2)
-try:
-    _got, _raised = _meta(torch.empty(5, 3, device="meta")), ""
-except (RuntimeError, NotImplementedError) as _e:
-    _got, _raised = None, f" (it raised: {_e})"
-assert _got is not None and _got.device.type == "meta" and _got.shape == (5, 2), \
-    f"With every module and the input on another device, the output should stay there{_raised}: does forward move a result to the CPU?"
-try:
-    _first, _error = _meta[0], ""
-except (RuntimeError, NotImplementedError) as _e:
-    _first, _error = None, f" (it raised: {_e})"
-assert _first is _m1 and _m1.weight.device.type == "meta", \
+# On a GPU (the set-up cell simulates one, with its rules): the output stays there, net[i] is the module itself.
+with _simulated_gpu() as _gpu:
+    _m1, _m2 = nn.Linear(3, 4, device=_gpu), nn.Linear(4, 2, device=_gpu)
+    _on_gpu = MySequential(_m1, nn.ReLU(), _m2)
+    try:
+        _got, _raised = _on_gpu(torch.randn(5, 3, device=_gpu)), ""
+    except (RuntimeError, TypeError) as _e:
+        _got, _raised = None, f" (it raised: {_e})"
+    try:
+        _first, _error = _on_gpu[0], ""
+    except (RuntimeError, TypeError) as _e:
+        _first, _error = None, f" (it raised: {_e})"
+assert _got is not None and _got.device == _gpu and _got.shape == (5, 2), \
+    f"With every module and the input on a GPU, the output should stay there{_raised}: does forward move a result to the CPU?"
+assert _first is _m1 and _m1.weight.device == _gpu, \
     f"net[0] should return the module itself, left on its device{_error}: is it moved (.cpu()) or copied?"
 # Hooks and lazy modules work only through the call, module(X): a lazy first child, hooks on the others.
 _lazy, _act, _last, _runs = nn.LazyLinear(4), nn.ReLU(), nn.Linear(4, 2), []
@@ -285,14 +426,15 @@ _n1, _n2 = nn.Linear(3, 2), nn.Linear(3, 2)
 ParallelBlock(_n1, _n2)(torch.randn(4, 3)).sum().backward()
 assert all(_p.grad is not None and _p.grad.abs().sum() > 0 for _p in (_n1.weight, _n2.weight)), \
     "Gradients should reach both branches: do not detach a branch's output or compute it under torch.no_grad()."
-_n1, _n2 = nn.Linear(3, 2, device="meta"), nn.Linear(3, 4, device="meta")  # meta stands in for a GPU
-try:
-    _got, _raised = ParallelBlock(_n1, _n2)(torch.empty(6, 3, device="meta")), ""
-except (RuntimeError, NotImplementedError) as _e:
-    _got, _raised = None, f" (it raised: {_e})"
-assert _got is not None and _got.device.type == "meta" and _got.shape == (6, 6), \
-    f"With both branches and the input on another device, the output should stay there{_raised}: is a branch or the result moved to the CPU?"
-assert _n1.weight.device.type == "meta" and _n2.weight.device.type == "meta", \
+with _simulated_gpu() as _gpu:  # a GPU, simulated by the set-up cell with its rules
+    _n1, _n2 = nn.Linear(3, 2, device=_gpu), nn.Linear(3, 4, device=_gpu)
+    try:
+        _got, _raised = ParallelBlock(_n1, _n2)(torch.randn(6, 3, device=_gpu)), ""
+    except (RuntimeError, TypeError) as _e:
+        _got, _raised = None, f" (it raised: {_e})"
+assert _got is not None and _got.device == _gpu and _got.shape == (6, 6), \
+    f"With both branches and the input on a GPU, the output should stay there{_raised}: is a branch or the result moved to the CPU?"
+assert _n1.weight.device == _gpu and _n2.weight.device == _gpu, \
     "The block should keep the branches it was given where they are: is a branch moved (.cpu()) in __init__?"
 # Hooks and lazy modules work only through the call, net(X): a lazy first branch, a hook on the second.
 _lazy, _n2, _runs = nn.LazyLinear(2), nn.Linear(3, 4), []
@@ -397,14 +539,15 @@ with torch.no_grad():
 assert all(_big[i].weight.abs().sum() > 0 for i in range(1, 6)), \
     "Changing one layer changed the others: the layers share their weights."
 _made = []
-def _meta_factory():  # the meta device stands in for a GPU
-    _made.append(nn.Linear(2, 2, device="meta"))
+def _gpu_factory():  # layers on a GPU, simulated by the set-up cell with its rules
+    _made.append(nn.Linear(2, 2, device=_gpu))
     return _made[-1]
-try:
-    _stack, _error = make_stack(_meta_factory, 3), ""
-except (RuntimeError, NotImplementedError) as _e:
-    _stack, _error = None, f" (it raised: {_e})"
-assert _stack is not None and all(m is e for m, e in zip(_stack, _made)) and all(m.weight.device.type == "meta" for m in _made), \
+with _simulated_gpu() as _gpu:
+    try:
+        _stack, _error = make_stack(_gpu_factory, 3), ""
+    except (RuntimeError, TypeError) as _e:
+        _stack, _error = None, f" (it raised: {_e})"
+assert _stack is not None and all(m is e for m, e in zip(_stack, _made)) and all(m.weight.device == _gpu for m in _made), \
     f"The stack should hold the modules factory() returned, as they are{_error}: are they moved (.cpu(), .to()) or copied?"
 _factory = lambda: nn.Linear(3, 3)
 _one, _two = make_stack(_factory, 2), make_stack(_factory, 2)  # the same factory twice: two stacks of new layers
@@ -568,15 +711,17 @@ _out = _edge(torch.tensor([[5.0, -3.0]])).item()
 assert _out == 1.0, \
     f"When the absolute sum is exactly 1 the loop should stop (halve only while it is greater than 1), got {_out} instead of 1.0."
 
-class _Elsewhere(torch.Tensor):
-    """A CPU tensor playing one on a GPU (the meta device has no values for the loop to test): what
-    is computed from it is one too, and .cpu() gives back a plain CPU tensor, as a move off a GPU does."""
-    def cpu(self, *args, **kwargs):
-        return super().cpu(*args, **kwargs).as_subclass(torch.Tensor)
-
-_away = _big(torch.rand(4, 30).mul(100).as_subclass(_Elsewhere))
-assert type(_away) is _Elsewhere, \
-    "For an input on a GPU the output should stay on the GPU: does forward move a result to the CPU (.cpu())?"
+_X = torch.rand(4, 30) * 100
+torch.manual_seed(9)
+_here = FixedHiddenMLP(30)(_X)
+torch.manual_seed(9)  # the simulated GPU draws from the CPU's generator: the same net, on the GPU
+with _simulated_gpu() as _gpu:  # the net and its input on a GPU, simulated by the set-up cell with its rules
+    with torch.device(_gpu):
+        _on_gpu = FixedHiddenMLP(30)
+    _away = _on_gpu(_X.to(_gpu))
+assert _away.device == _gpu and torch.allclose(_away.as_subclass(torch.Tensor), _here, rtol=1e-4, atol=1e-6), \
+    "For a net and an input on a GPU the output should stay on the GPU, with the CPU's value: does forward move a " \
+    "result to the CPU (.cpu()), or make a tensor on the CPU?"
 ### END HIDDEN TESTS
 
 # %% tests grade_id="test_FixedHiddenMLP_buffer" points=1
@@ -614,13 +759,14 @@ _X = torch.rand(3, 7) * 10
 # (a forward that draws its constant anew is test_FixedHiddenMLP's to fail, not this clause's)
 assert not torch.equal(_other(_X), _other(_X)) or torch.allclose(_net(_X.double()).float(), _other(_X), rtol=1e-4, atol=1e-6), \
     "After load_state_dict, forward should use the loaded constant: does forward read a tensor other than the registered buffer (a plain attribute that .to() left behind)?"
-with torch.device("meta"):  # a default device, as `with torch.device("cuda")` sets one
+with _simulated_gpu() as _gpu, torch.device(_gpu):  # a default device: a GPU, simulated by the set-up cell
     try:
-        _meta, _error = FixedHiddenMLP(7), ""
-    except (RuntimeError, NotImplementedError) as _e:
-        _meta, _error = None, f" (it raised: {_e})"
-assert _meta is not None and all(t.device.type == "meta" for t in [*_meta.buffers(), *_meta.parameters()]), \
-    f"Built under `with torch.device('meta')`, the constant and the layer should be made on that device{_error}: does __init__ move something to the CPU?"
+        _on_gpu, _error = FixedHiddenMLP(7), ""
+        _on_gpu(torch.rand(3, 7) * 10)
+    except (RuntimeError, TypeError) as _e:
+        _on_gpu, _error = None, f" (it raised: {_e})"
+assert _on_gpu is not None and all(t.device == _gpu for t in [*_on_gpu.buffers(), *_on_gpu.parameters()]), \
+    f"Built under `with torch.device(gpu)`, the constant and the layer should be made on that GPU and run there{_error}: does __init__ move something to the CPU?"
 _W = list(FixedHiddenMLP(50).buffers())[0]
 assert bool((_W >= 0).all() and (_W < 1).all()), \
     "The constant weight should be drawn with torch.rand, uniform on [0, 1); some values fall outside (torch.randn?)."

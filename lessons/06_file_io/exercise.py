@@ -80,6 +80,13 @@ class _OnGPU(torch.Tensor):
     def is_cpu(self):
         return False
 
+    def __deepcopy__(self, memo):  # a copy of a GPU tensor (a parameter too) is one as well
+        if id(self) not in memo:
+            copied = torch.Tensor.__deepcopy__(self.detach().as_subclass(torch.Tensor), {}).as_subclass(_OnGPU)
+            copied._is_param = getattr(self, "_is_param", False)
+            memo[id(self)] = copied.requires_grad_(self.requires_grad)
+        return memo[id(self)]
+
 
 def _where(value):
     """The device a `device=` argument or a `.to()` argument names: cuda, cpu or None."""
