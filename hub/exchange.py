@@ -6,7 +6,7 @@ folder cannot be listed and each hand-in's name ends with a random string.
 `PrivateSubmit` (the students' exchange, hub/config/users/nbgrader_config.py)
 closes the hand-in right after nbgrader wrote it: folders 0750, files 0640.
 The inbound folder is set-group-id and belongs to the grader's group
-(hub/serve.py), so the hand-in's group is the grader's: the grader reads it,
+(`layout`, which hub/serve.py runs), so the hand-in's group is the grader's: the grader reads it,
 another student can neither read nor change it even knowing its name; the
 inbound folder's sticky bit keeps others from renaming or deleting it.
 """
@@ -14,11 +14,44 @@ inbound folder's sticky bit keeps others from renaming or deleting it.
 from __future__ import annotations
 
 import os
+import pwd
+import stat
+from pathlib import Path
 
 from nbgrader.exchange.default.submit import ExchangeSubmit
 
 FOLDER_MODE = 0o750
 FILE_MODE = 0o640
+
+
+def owned(path: Path, user: pwd.struct_passwd, mode: int) -> None:
+    path.mkdir(exist_ok=True)
+    os.chown(path, user.pw_uid, user.pw_gid)
+    os.chmod(path, mode)
+
+
+def layout(state: Path, grader: pwd.struct_passwd, course_id: str) -> Path:
+    """The shared exchange, laid out the way nbgrader's own release would, but safer:
+
+    root        1777 root   anyone may create a course in it, nobody may rename another's
+    <course>    0755 grader
+    outbound    0755 grader released assignments, readable by all
+    inbound     3733 grader students may create hand-ins, not list them; set-group-id
+                            gives each hand-in the grader's group, sticky keeps others'
+                            hand-ins from being renamed or deleted
+    feedback    0711 grader enterable, not listable: each file is named by a hash only its
+                            student can compute
+    """
+    root = state / "exchange"
+    root.mkdir(exist_ok=True)
+    os.chown(root, 0, 0)
+    os.chmod(root, 0o1777)
+    course = root / course_id
+    owned(course, grader, 0o755)
+    owned(course / "outbound", grader, 0o755)
+    owned(course / "inbound", grader, stat.S_ISVTX | stat.S_ISGID | 0o733)
+    owned(course / "feedback", grader, 0o711)
+    return root
 
 
 def close(path: str) -> None:

@@ -19,13 +19,19 @@ creates the accounts and folders named in the class file read here).
   the grader's environment.
 - LTI 1.3 (when `make hub` got an LTI configuration, docs/lti.md): people sign in
   from the LMS through jupyterhub-ltiauthenticator (hub/lti.py) instead of PAM.
-  The LMS user id gives the hub user name and its Linux account (made at the first
-  launch); the LMS role gives the group (instructors: Formgrader's, learners: the
-  students'), set at every launch. The hub's own login stays as it was without one.
-- Subdomains: every user's server and the service get their own origin
-  (<name>.localhost); the hub is at localhost. Only then may the Formgrader
-  service allow framing by its own pages (hub/config/grader), which JupyterLab
-  needs to show Formgrader, without letting one user's pages frame another's.
+  The login id (else the LMS user id) gives the hub user name and its Linux account
+  (made at the first launch); the LMS role gives the group (instructors and TAs:
+  Formgrader's, learners: the students') and the hub's admin flag (instructors only),
+  set at every launch. The hub's own login stays as it was without one.
+- One origin (the default): the hub at /hub/, each user's server at /user/<name>/ and
+  Formgrader at /services/<course>/, all on one host name, so one certificate serves the
+  class. Each server's cookie is scoped to its own path and each server's token to its own
+  server; what that keeps apart, and what it does not: docs/security.md. HUB_SUBDOMAINS=1
+  gives every user's server and the service their own origin (<name>.localhost) instead,
+  with a wildcard DNS name and certificate.
+- Formgrader in a frame: JupyterHub forbids framing every server's pages; the Formgrader
+  service alone allows framing by its own origin (hub/config/grader), which JupyterLab needs
+  to show Formgrader.
 """
 
 import json
@@ -39,11 +45,16 @@ port, state, course_id = course["port"], course["state"], course["course_id"]
 venv_bin, hub = course["venv_bin"], course["hub"]
 
 lti = course.get("lti")
-# The proxy serves everything on 127.0.0.1:port; browsers use http://localhost:port, or with
-# LTI the hub's public address (tool_url, e.g. https://hub.example.org behind a TLS proxy,
-# with its wildcard *.hub.example.org for the users' servers).
+# The proxy serves everything on 127.0.0.1:port; browsers use http://localhost:port, or the
+# hub's public address behind a TLS proxy (hub/nginx.conf.template; with LTI, tool_url).
 c.JupyterHub.bind_url = f"http://{course['bind']}:{port}"
-c.JupyterHub.subdomain_host = lti["tool_url"].rstrip("/") if lti else course["public_url"]
+public_url = lti["tool_url"].rstrip("/") if lti else course["public_url"]
+if course["subdomains"]:  # HUB_SUBDOMAINS=1: <name>.hub.example.org, a wildcard name and certificate
+    c.JupyterHub.subdomain_host = public_url  # the public URL too
+else:
+    # Behind nginx and JupyterHub's own proxy the hub cannot see that browsers use https (the
+    # proxy's X-Forwarded-Proto comes last): the public URL says so, and makes its cookies Secure.
+    c.JupyterHub.public_url = public_url + "/"
 c.JupyterHub.hub_bind_url = f"http://127.0.0.1:{course['hub_api_port']}"
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{course['proxy_api_port']}"
 c.ConfigurableHTTPProxy.command = [course["proxy"]]
@@ -64,6 +75,7 @@ if lti:
     c.CourseLTIAuthenticator.deployment_ids = set(lti["deployment_ids"])
     c.CourseLTIAuthenticator.store_path = lti["store"]
     c.CourseLTIAuthenticator.key_path = lti["key"]
+    c.CourseLTIAuthenticator.username_claim = lti.get("username_claim", "login_id")
     c.CourseLTIAuthenticator.gradebook_url = course["gradebook"]
     c.CourseLTIAuthenticator.known_names = [
         course["grader"],
@@ -71,7 +83,11 @@ if lti:
         *course["instructors"],
         *course["tas"],
     ]
-    c.CourseLTIAuthenticator.groups = {"instructor": f"formgrade-{course_id}", "student": f"nbgrader-{course_id}"}
+    c.CourseLTIAuthenticator.groups = {
+        "instructor": f"formgrade-{course_id}",
+        "ta": f"formgrade-{course_id}",
+        "student": f"nbgrader-{course_id}",
+    }
     # Who may sign in is the LMS's decision: only its signed launches get here.
     c.Authenticator.allow_all = True
     c.Authenticator.manage_groups = True

@@ -14,9 +14,12 @@ module adds what the package leaves out and a class on a hub needs:
   expiry, issuer, audience, deployment, roles; a nonce is accepted once (a replayed launch
   is refused even with the browser's cookies), recorded in the launch store;
 - a refused launch gets the hub's error page with the reason and never a session;
-- the LMS user id (`sub`) becomes a stable hub user name (`lti-<sub>` for a numeric id,
-  `lti-x<hash>` otherwise) with a Linux account, created at the first launch; LMS roles
-  decide the group: instructors get the Formgrader service's group, learners the students';
+- each person gets one hub user name, for good, with a Linux account created at the first
+  launch: their login id (Canvas's, the name its bulk download uses too; username_claim) when
+  it is a free, valid account name, else one from the LMS user id (`sub`: `lti-<sub>` for a
+  numeric id, `lti-x<hash>` otherwise); LMS roles
+  decide the group: instructors and teaching assistants get the Formgrader service's group,
+  learners the students'; instructors are the hub's admins (its admin page), TAs not;
   a launch with no known course role is refused;
 - each launch is recorded (grader/lti_tool.py's Store): the AGS endpoint claim, so that
   `python -m grader lms push` can send grades back; the name and email, for Formgrader;
@@ -60,8 +63,18 @@ INSTRUCTOR_ROLES = (
     LIS + "system/person#Administrator",
 )
 LEARNER_ROLES = (LIS + "membership#Learner", LIS + "membership/Learner#")
+# A teaching assistant (an Instructor sub-role, LTI 1.3 section A.2.3.1): the hub's `ta`, as
+# `make hub-member ROLE=ta` makes one: Formgrader, not the hub's admin page.
+TA_ROLES = (LIS + "membership/Instructor#TeachingAssistant", LIS + "membership#TeachingAssistant")
 REFUSED = "LTI launch refused"
+NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
 NUMERIC = re.compile(r"^[0-9]{1,27}$")
+# A person's own name on the hub: what Linux (useradd) takes and hub/serve.py's roster allows.
+ACCOUNT = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
+# Where each name source lives in a launch (username_claim): Canvas puts the login id (its
+# bulk download's "SIS Login ID") in a custom claim when the developer key's custom fields
+# say login_id=$Canvas.user.loginId; the SIS id is LIS's person_sourcedid.
+NAME_CLAIMS = {"login_id": (CLAIM + "custom", "login_id"), "sis_id": (CLAIM + "lis", "person_sourcedid")}
 LEEWAY = 30  # seconds of clock difference allowed between the LMS and the hub
 
 
@@ -81,11 +94,47 @@ def hub_name(sub: str) -> str:
     return "lti-x" + hashlib.sha256(sub.encode()).hexdigest()[:16]
 
 
+def claimed_name(claims: dict, source: str) -> str:
+    """The name `source` (username_claim) gives, if it is one the hub can use as it is; else ''."""
+    if source not in NAME_CLAIMS:
+        return ""
+    claim, key = NAME_CLAIMS[source]
+    value = (claims.get(claim) or {}).get(key)
+    if not isinstance(value, str) or not ACCOUNT.match(value) or value.startswith("lti-"):
+        return ""  # lti-... is the opaque names' own: nobody may take one by their login id
+    return value
+
+
+def choose_name(claims: dict, source: str, launches: dict, known_names) -> tuple[str, str]:
+    """One name per person, for good (at a launch and in `hub/members.py roster`): the name an earlier
+    launch or the roster gave this LMS user; else the `source` claim's value if nobody has it (no
+    roster account, no other LMS user, no Linux account: a login id `root` never becomes root);
+    else the opaque lti-<sub> name. Also why the claim's value was not used, or ''."""
+    sub = claims["sub"]
+    earlier = [name for name, launch in launches.items() if launch["sub"] == sub]
+    if earlier:
+        return max(earlier, key=lambda name: launches[name]["launched"]), ""
+    if source not in NAME_CLAIMS:
+        return hub_name(sub), ""
+    wanted = claimed_name(claims, source)
+    if not wanted:
+        return hub_name(sub), f"no {source} that is an account name"
+    if wanted in known_names or wanted in launches:
+        return hub_name(sub), f"{source} {wanted!r} is another's"
+    try:
+        pwd.getpwnam(wanted)
+        return hub_name(sub), f"{source} {wanted!r} is an account of this machine"
+    except KeyError:
+        return wanted, ""
+
+
 def course_role(roles: list) -> str:
-    """'instructor', 'student' or '' (no role this hub knows) from the roles claim."""
+    """'instructor', 'ta', 'student' or '' (no role this hub knows) from the roles claim."""
     roles = [r for r in roles if isinstance(r, str)]
-    if any(r.startswith(INSTRUCTOR_ROLES) for r in roles):
+    if any(r.startswith(INSTRUCTOR_ROLES) and r not in TA_ROLES for r in roles):
         return "instructor"
+    if any(r in TA_ROLES for r in roles):
+        return "ta"
     if any(r.startswith(LEARNER_ROLES) for r in roles):
         return "student"
     return ""
@@ -205,6 +254,8 @@ class ConfigHandler(BaseHandler):
                     "oidc_initiation_url": base + "lti13/oauth_login",
                     "target_link_uri": base.rstrip("/"),
                     "public_jwk_url": base + "lti13/jwks",
+                    # The login id in every launch: the hub names people by it (username_claim).
+                    "custom_fields": {"login_id": "$Canvas.user.loginId"},
                     "scopes": sorted(
                         {lms.SCOPE_LINEITEM, lms.SCOPE_LINEITEM_READ, lms.SCOPE_RESULT_READ, lms.SCOPE_SCORE}
                     ),
@@ -249,6 +300,13 @@ class CourseLTIAuthenticator(LTI13Authenticator):
     groups = Dict(Unicode(), config=True, help="Hub group of each course role: {'instructor': ..., 'student': ...}.")
     gradebook_url = Unicode(config=True, help="The course's gradebook, for the students' names and emails.")
     known_names = List(Unicode(), config=True, help="Roster accounts an LTI name must not take over.")
+    username_claim = Unicode(
+        "login_id",
+        config=True,
+        help="Where a person's hub name comes from: login_id (Canvas's login id, a custom claim), "
+        "sis_id (LIS person_sourcedid) or sub (the opaque LMS id: lti-<sub>). A value that is not a "
+        "valid account name, or is taken, falls back to the opaque name.",
+    )
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -277,9 +335,15 @@ class CourseLTIAuthenticator(LTI13Authenticator):
                 "never signs anyone in."
             )
 
+    def name_for(self, claims: dict) -> str:
+        name, problem = choose_name(claims, self.username_claim, self.store.launches(), self.known_names)
+        if problem:
+            self.log.warning("LTI user %s: %s; named %s", claims["sub"], problem, name)
+        return name
+
     async def authenticate(self, handler, data=None):
         claims = data or {}
-        name, role = hub_name(claims["sub"]), course_role(claims[CLAIM + "roles"])
+        name, role = self.name_for(claims), course_role(claims[CLAIM + "roles"])
         if name in self.known_names:
             raise refuse(f"The LMS user id maps to {name}, an account of the hub's roster.", 403)
         await asyncio.to_thread(self.ensure_account, name)
@@ -289,6 +353,7 @@ class CourseLTIAuthenticator(LTI13Authenticator):
             "ags": ags,
             "context": context,
             "resource_link": claims.get(CLAIM + "resource_link") or {},
+            "nrps": claims.get(NRPS_CLAIM) or {},  # the course's member list (members.py roster)
             "deployment_id": claims.get(CLAIM + "deployment_id"),
             "name": claims.get("name", ""),
             "given_name": claims.get("given_name", ""),
@@ -313,6 +378,7 @@ class CourseLTIAuthenticator(LTI13Authenticator):
         return {
             "name": name,
             "groups": [self.groups[role]],
+            "admin": role == "instructor",  # the hub's admin page, as a roster instructor has; set at every launch
             "auth_state": {"sub": claims["sub"], "role": role, "ags": ags},
         }
 
@@ -336,12 +402,14 @@ class CourseLTIAuthenticator(LTI13Authenticator):
         """The student's name, email and LMS id into the gradebook, for Formgrader (one writer thread)."""
         try:
             with Gradebook(self.gradebook_url) as gradebook:
+                known = {s.id: s.lms_user_id for s in gradebook.students}
                 gradebook.update_or_create_student(
                     name,
                     first_name=record["given_name"] or None,
                     last_name=record["family_name"] or None,
                     email=record["email"] or None,
-                    lms_user_id=sub,
+                    # A Canvas import's user id (its CSV export's ID column) stays the row's.
+                    **({} if known.get(name) else {"lms_user_id": sub}),
                 )
         except Exception as error:  # Formgrader then shows the id alone: worth a line in the log, no more
             self.log.warning("could not put %s into the gradebook: %s", name, error)

@@ -49,6 +49,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from exchange import layout as exchange
+from exchange import owned
+
 HUB = Path(__file__).resolve().parent
 ROOT = HUB.parent
 VENV_BIN = Path(sys.executable).parent
@@ -111,7 +114,9 @@ LTI_SETTINGS = {
     "jwks_url": "HUB_LTI_JWKS_URL",  # the platform's public keyset URL
     "token_url": "HUB_LTI_TOKEN_URL",  # the platform's OAuth 2 access token URL
     "tool_url": "HUB_LTI_TOOL_URL",  # optional: this hub as browsers reach it (default http://localhost:PORT)
+    "username_claim": "HUB_LTI_USERNAME_CLAIM",  # optional: login_id (default), sis_id or sub (docs/lti.md)
 }
+USERNAME_CLAIMS = ("login_id", "sis_id", "sub")
 LTI_URLS = ("issuer", "login_url", "jwks_url", "token_url", "tool_url")
 
 
@@ -131,6 +136,9 @@ def lti_settings(port: int) -> dict | None:
     if not values:
         return None
     values.setdefault("tool_url", f"http://localhost:{port}")
+    values.setdefault("username_claim", "login_id")
+    if values["username_claim"] not in USERNAME_CLAIMS:
+        fail(f"LTI username_claim is one of {', '.join(USERNAME_CLAIMS)}, not {values['username_claim']!r}")
     missing = [f"{key} ({LTI_SETTINGS[key]})" for key in LTI_SETTINGS if not values.get(key)]
     if missing:
         fail("the LTI configuration lacks " + ", ".join(missing) + "; see docs/lti.md")
@@ -141,7 +149,7 @@ def lti_settings(port: int) -> dict | None:
     if urlsplit(values["tool_url"]).path not in ("", "/"):
         fail(
             "LTI tool_url is the hub's own address (scheme, host, port), without a path: "
-            f"{values['tool_url']!r}; the hub serves at its root, with the users' servers on its subdomains"
+            f"{values['tool_url']!r}; the hub serves at its root (/hub/, /user/NAME/, /services/...)"
         )
     ids = values["deployment_id"]
     ids = [str(i) for i in ids] if isinstance(ids, list) else re.split(r"[\s,]+", str(ids).strip())
@@ -288,36 +296,6 @@ def account(member: Member, state: Path) -> pwd.struct_passwd:
     return user
 
 
-def owned(path: Path, user: pwd.struct_passwd, mode: int) -> None:
-    path.mkdir(exist_ok=True)
-    os.chown(path, user.pw_uid, user.pw_gid)
-    os.chmod(path, mode)
-
-
-def exchange(state: Path, grader: pwd.struct_passwd) -> Path:
-    """The shared exchange, laid out the way nbgrader's own release would, but safer:
-
-    root        1777 root   anyone may create a course in it, nobody may rename another's
-    <course>    0755 grader
-    outbound    0755 grader released assignments, readable by all
-    inbound     3733 grader students may create hand-ins, not list them; set-group-id
-                            gives each hand-in the grader's group, sticky keeps others'
-                            hand-ins from being renamed or deleted
-    feedback    0711 grader enterable, not listable: each file is named by a hash only its
-                            student can compute
-    """
-    root = state / "exchange"
-    root.mkdir(exist_ok=True)
-    os.chown(root, 0, 0)
-    os.chmod(root, 0o1777)
-    course = root / COURSE_ID
-    owned(course, grader, 0o755)
-    owned(course / "outbound", grader, 0o755)
-    owned(course / "inbound", grader, stat.S_ISVTX | stat.S_ISGID | 0o733)
-    owned(course / "feedback", grader, 0o711)
-    return root
-
-
 COURSE_CONFIG = '''"""Written by hub/serve.py: the course's own nbgrader configuration (sandboxed
 autograde included), with the folders of this hub."""
 c = get_config()  # noqa: F821
@@ -420,8 +398,12 @@ def class_settings(port: int, private: Path) -> dict:
         idle_timeout = int(os.environ.get("HUB_IDLE_TIMEOUT") or 3600)
     except ValueError:
         fail("HUB_CPU_LIMIT is a number of cores (1, 0.5) and HUB_IDLE_TIMEOUT a number of seconds")
+    subdomains = os.environ.get("HUB_SUBDOMAINS") or "0"
+    if subdomains not in ("0", "1"):
+        fail("HUB_SUBDOMAINS is 1 (every user's server on its own subdomain) or 0 (one origin, the default)")
     return {
         "bind": os.environ.get("HUB_BIND") or "127.0.0.1",
+        "subdomains": subdomains == "1",
         "public_url": (os.environ.get("HUB_PUBLIC_URL") or f"http://localhost:{port}").rstrip("/"),
         "mem_limit": os.environ.get("HUB_MEM_LIMIT") or "2G",
         "cpu_limit": cpu_limit,
@@ -440,7 +422,7 @@ def inside(state: Path, port: int, roster: Path, db_url: str, assignments: list[
         print(f"make hub: {problem}", file=sys.stderr)
     users = {m.name: account(m, state) for m in members}
     grader = users[next(m.name for m in members if m.role == "grader")]
-    exchange_root = exchange(state, grader)
+    exchange_root = exchange(state, grader, COURSE_ID)
     students = [m.name for m in members if m.role == "student"]
     course = course_folder(state, grader, db_url, exchange_root, assignments, students)
     settings = {

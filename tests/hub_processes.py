@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import pwd
+import re
 import signal
 import subprocess
 import sys
@@ -94,10 +95,22 @@ def expected_name(sub: str) -> str:
     return f"lti-{sub}" if sub.isdigit() else "lti-x" + hashlib.sha256(sub.encode()).hexdigest()[:16]
 
 
+def name_of(user: dict) -> str:
+    """The hub name of one of the platform's users: the login id, when the launch carries one the
+    hub can use as it is (docs/lti.md), else the name from the LMS user id."""
+    login = (user.get("custom") or {}).get("login_id", "")
+    usable = re.match(r"^[a-z][a-z0-9-]{0,31}$", login) and not login.startswith("lti-")
+    return login if usable and login not in TAKEN else expected_name(user["sub"])
+
+
+TAKEN = {"root", "daemon", "nobody"}  # accounts no login id may take (the tests' roster's are added)
+
+
 def lti_class(folder: Path, users: list[dict], grader: str, assignments: str = "01_blocks"):
     """The platform and `make hub` with its LTI configuration; yields their addresses. A generator
     for a fixture: everything it started is stopped and every account it made removed afterwards."""
-    names = [grader] + [expected_name(u["sub"]) for u in users]
+    TAKEN.add(grader)
+    names = [grader] + [name_of(u) for u in users]
     remove_accounts(names)
     hub_port = free_port()
     tool = f"http://localhost:{hub_port}/hub"
@@ -137,6 +150,7 @@ def lti_class(folder: Path, users: list[dict], grader: str, assignments: str = "
         HUB_LTI_LOGIN_URL=lms["login_url"],
         HUB_LTI_JWKS_URL=lms["jwks_url"],
         HUB_LTI_TOKEN_URL=lms["token_url"],
+        HUB_SUBDOMAINS="1",  # the option, kept tested here: one origin per user (test_hub.py runs the default)
     )
     log = open(folder / "hub.log", "w+")
     server = make_hub(hub_port, env, log)

@@ -11,7 +11,8 @@ CONFIG names the tool registration and the course:
      "tool": {"login_url": ..., "redirect_uris": [...], "jwks_url": ..., "target_link_uri": ...},
      "context": {"id": ..., "label": ..., "title": ...},
      "users": [{"sub": ..., "name": ..., "given_name": ..., "family_name": ..., "email": ...,
-                "roles": [...]}]}
+                "roles": [...], "custom": {"login_id": ...}, "lis": {"person_sourcedid": ...}}]}
+    (custom and lis optional: the launch's custom and lis claims)
 
 It prints one JSON line, {"url", "issuer", "login_url", "jwks_url", "token_url",
 "lineitems"}, once it listens on 127.0.0.1, then serves:
@@ -33,6 +34,7 @@ It prints one JSON line, {"url", "issuer", "login_url", "jwks_url", "token_url",
 - AGS: GET/POST the line items container (a Moodle-like URL with `?type_id=1`, which
   every AGS request must keep), GET a line item, POST its /scores, GET its /results;
   every score request is logged
+- NRPS: GET /nrps/contexts/<id>/memberships[?rlid=...] the course's members, paged
 - GET  /gradebook            the instructor's gradebook page (HTML)
 - GET  /test/state           line items, results and the score log (JSON);
   POST /test/fail            {"match": "/scores", "status": 503, "count": 2}: the next
@@ -59,6 +61,8 @@ from jwt.algorithms import RSAAlgorithm
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 AGS = "https://purl.imsglobal.org/spec/lti-ags/"
 SCOPES = {AGS + "scope/lineitem", AGS + "scope/lineitem.readonly", AGS + "scope/result.readonly", AGS + "scope/score"}
+NRPS = "https://purl.imsglobal.org/spec/lti-nrps/"
+NRPS_SCOPE = NRPS + "scope/contextmembership.readonly"
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 PROGRESS = {
     "activityProgress": {"Initialized", "Started", "InProgress", "Submitted", "Completed"},
@@ -139,7 +143,13 @@ class Platform:
             },
             CLAIM + "tool_platform": {"guid": "test-platform", "name": "Test LMS", "product_family_code": "test"},
             AGS + "claim/endpoint": {"scope": sorted(SCOPES), "lineitems": self.lineitems_url()},
+            NRPS + "claim/namesroleservice": {
+                "context_memberships_url": f"{self.url}/nrps/contexts/{ctx['id']}/memberships",
+                "service_versions": ["2.0"],
+            },
         }
+        # Canvas's custom fields (login_id=$Canvas.user.loginId) and the SIS id, for users that have them.
+        claims.update({CLAIM + part: user[part] for part in ("custom", "lis") if user.get(part)})
         if tamper == "no_roles":
             del claims[CLAIM + "roles"]
         key = self.other_key if tamper == "wrong_key" else self.key
@@ -185,7 +195,7 @@ class Platform:
             if claims["jti"] in self.jtis:
                 return 401, {"error": "invalid_client", "error_description": "jti already used"}
             self.jtis.add(claims["jti"])
-            scopes = set(form.get("scope", "").split()) & SCOPES
+            scopes = set(form.get("scope", "").split()) & (SCOPES | {NRPS_SCOPE})
             if not scopes:
                 return 400, {"error": "invalid_scope"}
             token = secrets.token_urlsafe(24)
@@ -338,7 +348,34 @@ class Handler(BaseHTTPRequestHandler):
             return self.answer(200, {"ok": True})
         if path.startswith("/ags/contexts/"):
             return self.ags(path, query, body)
+        if path == f"/nrps/contexts/{p.config['context']['id']}/memberships":
+            return self.memberships(query)
         return self.answer(404, {"error": "not found"})
+
+    def memberships(self, query: dict):
+        """NRPS 2.0: the course's members, PAGE at a time (a Link header names the next page); with
+        rlid (a resource link), each member's launch message claims, custom ones included."""
+        if NRPS_SCOPE not in self.platform.scopes_of(self.headers.get("Authorization", "")):
+            return self.answer(401 if not self.headers.get("Authorization") else 403, {"error": "scope"})
+        users, start = self.platform.config["users"], int(query.get("page", "0"))
+        members = []
+        for user in users[start : start + PAGE]:
+            member = {k: user[k] for k in ("name", "given_name", "family_name", "email", "roles")}
+            member["user_id"], member["status"] = user["sub"], "Active"
+            if user.get("lis"):
+                member["lis_person_sourcedid"] = user["lis"]["person_sourcedid"]
+            if query.get("rlid") and user.get("custom"):
+                member["message"] = [
+                    {CLAIM + "message_type": "LtiResourceLinkRequest", CLAIM + "custom": user["custom"]}
+                ]
+            members.append(member)
+        headers = {}
+        if start + PAGE < len(users):
+            following = urlencode({**query, "page": start + PAGE})
+            headers["Link"] = f'<{self.platform.url}{urlsplit(self.path).path}?{following}>; rel="next"'
+        context = {"id": self.platform.config["context"]["id"]}
+        body = {"id": self.platform.url + self.path, "context": context, "members": members}
+        return self.answer(200, body, "application/vnd.ims.lti-nrps.v2.membershipcontainer+json", headers)
 
     def authorize(self, q: dict):
         """Security Framework 1.0, 5.1.1.2 and 5.1.1.3: check the authentication request, answer by form post."""

@@ -1,6 +1,9 @@
 """A class on `make hub`, in a real browser: Debian's chromium (Playwright, never a
 downloaded browser) against the real JupyterHub and proxy, real Linux accounts,
-and a real PostgreSQL gradebook.
+and a real PostgreSQL gradebook, all of it through HTTPS: Debian's nginx runs the
+server block docs/hub.md gives (hub/nginx.conf.template) with a certificate the test
+makes, in front of the hub on one origin (/hub/, /user/NAME/, /services/COURSE/, the
+default); kernels talk to the browser over websockets through it.
 
 The instructor releases 01_blocks in Formgrader (framed in the course service's
 JupyterLab, as nbgrader shows it); two students log in, fetch it, one answers
@@ -12,8 +15,10 @@ see their scores, computed from the exercise's own points, and the first each te
 cell's; Formgrader's view of the forger's notebook names the attempt. Then the grading
 kernel's interpreter goes missing: Autograde says why and keeps the score the
 student has; and the first student hands in code that ends its own kernel,
-which is graded with the cell and the cause in the feedback. The hub and every
-process it started must be gone afterwards.
+which is graded with the cell and the cause in the feedback. On that one origin,
+each person's cookies are scoped to their own path and Secure, and neither a
+student's cookies nor the token their server holds act on another student's server,
+Formgrader or the hub's API. The hub and every process it started must be gone afterwards.
 
 Screenshots of each step go to screenshots/hub/ (git-ignored). The accounts the
 test creates are removed at the end.
@@ -42,6 +47,7 @@ import nbformat
 import psutil
 import pytest
 import submissions
+import tls_proxy
 from browser_steps import assignments_panel, formgrader_action, lab_ready, open_notebook, type_answers
 from hub_processes import START_TIMEOUT
 from labserver import free_port
@@ -93,9 +99,10 @@ def hub(tmp_path_factory, postgres_url):
     state = (
         Path("/tmp") / f"hub-test-{os.getpid()}"
     )  # students must reach its exchange: not under pytest's 0700 folders
-    port = free_port()
+    port, https_port = free_port(), free_port()
     env = dict(
         os.environ,
+        HUB_PUBLIC_URL=f"https://localhost:{https_port}",  # nginx's, as browsers reach the hub
         HUB_ROSTER=str(roster),
         HUB_STATE=str(state),
         HUB_DB_URL=postgres_url,
@@ -105,6 +112,7 @@ def hub(tmp_path_factory, postgres_url):
     log = open(folder / "hub.log", "w+")
     server = hub_processes.make_hub(port, env, log)
     processes: list[psutil.Process] = []
+    proxy = tls_proxy.start(folder / "nginx", port, https_port)
     try:
         deadline = time.monotonic() + START_TIMEOUT
         while get(f"http://127.0.0.1:{port}/hub/api/")[0] != 200:
@@ -114,6 +122,8 @@ def hub(tmp_path_factory, postgres_url):
             time.sleep(0.5)
         yield {
             "port": port,
+            "url": proxy["url"],  # https://localhost:PORT, nginx in front of the hub
+            "proxy": proxy,
             "state": state,
             "log": log,
             "db_url": postgres_url,
@@ -123,6 +133,7 @@ def hub(tmp_path_factory, postgres_url):
             "server": server,
         }
     finally:
+        tls_proxy.stop(proxy)
         left = hub_processes.stop_hub(server, processes)
         hub_processes.remove_accounts(ACCOUNTS)
         subprocess.run(["rm", "-rf", str(state)])
@@ -137,12 +148,12 @@ def shot(page, name: str) -> None:
 class Browser:
     """One browser; each person gets a context of their own (their own cookies)."""
 
-    def __init__(self, playwright, port: int):
+    def __init__(self, playwright, hub: dict):
+        # Chromium trusts the test's certificate (its key's hash), not every certificate.
         self.browser = playwright.chromium.launch(
-            executable_path=browser_steps.CHROMIUM, args=browser_steps.CHROMIUM_ARGS
+            executable_path=browser_steps.CHROMIUM, args=browser_steps.CHROMIUM_ARGS + hub["proxy"]["chromium_args"]
         )
-        self.base = f"http://localhost:{port}"
-        self.port = port
+        self.base = hub["url"]
         self.pages = []
 
     def shoot_all(self, prefix: str) -> None:
@@ -194,11 +205,11 @@ def notebook_id(db_url: str, student: str) -> str:
         return gradebook.find_submission_notebook(A, A, student).id
 
 
-def the_class(browser, port: int, state: Path, db_url: str, expected: dict[str, int], max_score: int):
+def the_class(browser, state: Path, db_url: str, expected: dict[str, int], max_score: int):
     """Every step of the class, each person in their own browser context; returns the
     instructor's Formgrader frame and page, and the first student's page."""
     wrong = submissions.first_wrong(A)
-    service = f"http://{COURSE}--service.localhost:{port}/services/{COURSE}"
+    service = f"{browser.base}/services/{COURSE}"  # the same origin as the hub's
     service_lab = f"{service}/lab"
     # Instructor: to Formgrader, framed in the course service's JupyterLab, and release 01_blocks.
     teacher = browser.login(INSTRUCTOR, next_url="/hub/home")
@@ -414,9 +425,9 @@ def test_a_class_on_the_hub(hub):
     max_score = submissions.max_score(A)
     expected = {GOOD: submissions.full_score(A), BAD: submissions.full_score(A) - sum(points[t] for t in wrong.fails)}
     with sync_playwright() as playwright:
-        browser = Browser(playwright, port)
+        browser = Browser(playwright, hub)
         try:
-            formgrader, teacher, good = the_class(browser, port, state, hub["db_url"], expected, max_score)
+            formgrader, teacher, good = the_class(browser, state, hub["db_url"], expected, max_score)
             the_graders_failure_and_the_students_crash(teacher, formgrader, good, state, hub["db_url"])
         except BaseException:
             browser.shoot_all("zz_failure")
@@ -437,7 +448,6 @@ def test_a_student_joins_the_running_hub_and_every_server_is_held_to_its_limits(
     are the same ones), the student logs in and gets a server, and that server sits in a control
     group with the class's memory limit; JupyterHub's idle culler runs beside the hub; and
     `make hub-rerelease` puts a fixed exercise in the exchange without a restart."""
-    import requests
 
     port = hub["port"]
     hub_process = psutil.Process(hub["server"].pid)  # make hub, with everything it started below it
@@ -457,8 +467,8 @@ def test_a_student_joins_the_running_hub_and_every_server_is_held_to_its_limits(
     with Gradebook(hub["db_url"]) as gradebook:
         assert LATE in {student.id for student in gradebook.students}
 
-    session = requests.Session()
-    base = f"http://localhost:{port}"
+    session = tls_proxy.session(hub["proxy"])
+    base = hub["url"]
     login = session.get(f"{base}/hub/login", timeout=30)
     xsrf = re.search(r'name="_xsrf" value="([^"]+)"', login.text)
     form = {"username": LATE, "password": PASSWORDS[LATE], **({"_xsrf": xsrf.group(1)} if xsrf else {})}
@@ -499,3 +509,82 @@ def test_a_student_joins_the_running_hub_and_every_server_is_held_to_its_limits(
     assert outbound.exists() and outbound.stat().st_uid == pwd.getpwnam(GRADER).pw_uid
     assert list((hub["state"] / "course" / ".grader-state" / "releases" / A).glob(f"{A}-*.ipynb")), "release remembered"
     assert hub_process.is_running()
+
+
+def signed_in(hub: dict, name: str):
+    """A requests session of `name`, logged in through the TLS proxy, with their server running."""
+
+    session = tls_proxy.session(hub["proxy"])
+    login = session.get(f"{hub['url']}/hub/login", timeout=30)
+    xsrf = re.search(r'name="_xsrf" value="([^"]+)"', login.text)
+    form = {"username": name, "password": PASSWORDS[name], **({"_xsrf": xsrf.group(1)} if xsrf else {})}
+    landed = session.post(f"{hub['url']}/hub/login?next=/hub/spawn", data=form, timeout=START_TIMEOUT)
+    assert landed.ok and "Invalid username or password" not in landed.text, landed.text[-2000:]
+    deadline = time.monotonic() + START_TIMEOUT
+    # A page of the server, as a browser opens it: the hub's OAuth step gives the server's cookie.
+    lab = f"{hub['url']}/user/{name}/lab"
+    while (opened := session.get(lab, timeout=30)).url != lab or opened.status_code != 200:  # not spawn-pending
+        assert time.monotonic() < deadline, f"{name}'s server never answered"
+        time.sleep(1)
+    return session
+
+
+def server_token(name: str) -> str:
+    """The API token the hub gave `name`'s server (its JUPYTERHUB_API_TOKEN): what the student's
+    own kernels and terminals can read, so all a student's code can use against others."""
+    for process in psutil.process_iter(["username", "cmdline"]):
+        if process.info["username"] == name and "jupyterhub-singleuser" in " ".join(process.info["cmdline"] or []):
+            return process.environ()["JUPYTERHUB_API_TOKEN"]
+    raise AssertionError(f"no server of {name} is running")
+
+
+def test_on_one_origin_each_persons_cookies_and_token_reach_only_their_own(hub):
+    """What HUB_SUBDOMAINS=1 gave by origins, one origin gives by paths and scopes (docs/security.md)."""
+
+    url = hub["url"]
+    ana, ben = signed_in(hub, GOOD), signed_in(hub, BAD)
+    cookies = {c.name: c for c in ana.cookies}
+    # The hub's login cookie is the hub's path's; each server's is its own path's; all Secure, HttpOnly.
+    assert cookies["jupyterhub-hub-login"].path == "/hub/", cookies
+    assert cookies[f"jupyterhub-user-{GOOD}"].path == f"/user/{GOOD}/", cookies
+    logins = {name for name in cookies if "-oauth-state" not in name}  # OAuth's own state aside
+    assert not [name for name in logins if name.startswith("jupyterhub-user-") and name != f"jupyterhub-user-{GOOD}"]
+    for cookie in cookies.values():
+        if cookie.name.startswith("jupyterhub-"):
+            assert cookie.secure and cookie.has_nonstandard_attr("HttpOnly"), cookie
+    # Ana's cookies open her server's files, not Ben's, and not Formgrader: the hub's OAuth step
+    # refuses her a cookie for either (as a browser goes: a page first, then its API).
+    assert ana.get(f"{url}/user/{GOOD}/api/contents", timeout=30).status_code == 200
+    for page, api in (
+        (f"/user/{BAD}/lab", f"/user/{BAD}/api/contents"),
+        (f"/services/{COURSE}/formgrader", f"/services/{COURSE}/formgrader/api/assignments"),
+    ):
+        opened = ana.get(url + page, timeout=30)
+        assert opened.status_code == 403 and "/hub/" in opened.url, (page, opened.status_code, opened.url)
+        answer = ana.get(url + api, timeout=30)
+        assert answer.status_code in (403, 302) and '"content"' not in answer.text, (api, answer.status_code)
+    assert {c.name for c in ana.cookies if "-oauth-state" not in c.name} == logins, "no cookie for another's"
+    assert ben.get(f"{url}/user/{BAD}/api/contents", timeout=30).status_code == 200
+    # The token Ana's own code can read reaches her server and her identity, nothing else.
+    token = {"Authorization": f"token {server_token(GOOD)}"}
+    with_token = tls_proxy.session(hub["proxy"])
+    with_token.headers.update(token)
+    me = with_token.get(f"{url}/hub/api/user", timeout=30)
+    assert me.status_code == 200 and me.json()["name"] == GOOD and not me.json().get("admin"), me.text
+    assert with_token.get(f"{url}/user/{GOOD}/api/contents", timeout=30).status_code == 200
+    refused = {
+        ("GET", f"/user/{BAD}/api/contents"): (403,),  # another student's files
+        ("POST", f"/user/{BAD}/api/kernels"): (403,),  # and kernels
+        ("GET", f"/services/{COURSE}/formgrader/api/assignments"): (403,),
+        ("GET", "/hub/api/users"): (403,),  # the class list
+        ("GET", f"/hub/api/users/{BAD}"): (403, 404),
+        ("DELETE", f"/hub/api/users/{BAD}/server"): (403, 404),  # stopping another's server
+        ("POST", f"/hub/api/users/{BAD}/tokens"): (403, 404),  # a token in another's name
+        ("POST", f"/hub/api/users/{GOOD}/tokens"): (403,),  # or a new one of its own
+        ("PATCH", f"/hub/api/users/{GOOD}"): (403,),  # making itself an admin
+        ("POST", f"/hub/api/groups/formgrade-{COURSE}/users"): (403, 404),  # joining the graders
+    }
+    for (method, path), statuses in refused.items():
+        answer = with_token.request(method, url + path, json={"admin": True, "users": [GOOD]}, timeout=30)
+        assert answer.status_code in statuses, (method, path, answer.status_code, answer.text[:300])
+    assert ben.get(f"{url}/user/{BAD}/api/status", timeout=30).status_code == 200, "Ben's server still runs"

@@ -66,3 +66,19 @@ def test_the_service_unit_starts_make_hub_with_settings_the_hub_reads():
     settings = re.findall(r"^Environment=(HUB_\w+)=", text, flags=re.M)
     read = (ROOT / "hub" / "serve.py").read_text(encoding="utf-8")
     assert settings and all(f'"{name}"' in read for name in settings), settings
+
+
+def test_the_tls_proxy_the_docs_give_is_the_file_the_hub_test_runs():
+    """docs/hub.md's nginx steps render hub/nginx.conf.template, which tests/tls_proxy.py renders
+    the same way (envsubst with the same names) for tests/test_hub.py's class over HTTPS."""
+    docs = (ROOT / "docs" / "hub.md").read_text(encoding="utf-8")
+    template = (ROOT / "hub" / "nginx.conf.template").read_text(encoding="utf-8")
+    command = "envsubst '$HUB_HOST $HUB_HTTPS_PORT $HUB_PORT $HUB_CERT $HUB_KEY'"
+    assert "hub/nginx.conf.template" in docs and command in docs and command in template
+    names = set(re.findall(r"\$\{(\w+)\}", template))
+    assert names == {"HUB_HOST", "HUB_HTTPS_PORT", "HUB_PORT", "HUB_CERT", "HUB_KEY"}, names
+    proxy = (ROOT / "tests" / "tls_proxy.py").read_text(encoding="utf-8")
+    assert all(f'"{name}"' in proxy for name in names) and '"envsubst"' in proxy
+    # Websockets (kernels) and the scheme the hub's Secure cookies need pass through.
+    for line in ("proxy_set_header Upgrade $http_upgrade;", "proxy_set_header X-Forwarded-Proto https;"):
+        assert line in template, line

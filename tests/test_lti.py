@@ -4,7 +4,11 @@ hub's, as an LMS and a hub are), driven over HTTP and, last, in a browser. One h
 the module: each test has people of its own.
 
 - a good launch signs a student in under a stable name (`lti-<sub>`) with an account and
-  the students' group; instructors get Formgrader, students not; the AGS claim is kept;
+  the students' group; instructors get Formgrader and the admin page, TAs Formgrader only,
+  students neither; the AGS claim is kept;
+- one name per student: the login id (a custom claim, as Canvas sends it) when it is a free
+  account name, the name Canvas's bulk download grades under too; the roster from the LMS
+  (Names and Role Provisioning, `hub/members.py roster`) names learners before their first launch;
 - bad launches (wrong signature, expired token, replayed nonce, unknown issuer or
   deployment, missing or unknown roles) get an error page, never a session or an account;
 - `python -m grader lms push` sends each graded total once (re-runs send nothing,
@@ -143,6 +147,10 @@ def may_open_formgrader(cls: dict, launch: Launch) -> bool:
 ANA, BEN, CLEO, DAN, EVA = "1001", "b6f3a2c4-5d1e-4f7a-9b8c-0d2e4f6a8b1c", "1003", "1004", "1005"
 INES, TARA, MIA = "a1f0c9e8-instructor", "1007", "1008"
 LEA, OMAR = "5001", "9c2d7e10-teacher"  # the browser test's student and instructor
+# Canvas-like launches with a login id (custom field login_id=$Canvas.user.loginId): one the hub
+# takes as the name, and two it must not (a system account, the roster's grader).
+ALIMA, ROOTY, POSER = "7d1e5c3a-alima", "7d1e5c3a-rooty", "7d1e5c3a-poser"
+NINA = "7d1e5c3a-nina"  # enrolled, launches only after the roster from the LMS named her
 USERS = [
     person(ANA, "Ana Lima", [LEARNER]),
     person(BEN, "Ben Costa", [LEARNER]),
@@ -154,6 +162,10 @@ USERS = [
     person(MIA, "Mia Never", [LEARNER]),
     person(LEA, "Lea Moreau", [LEARNER]),
     person(OMAR, "Omar Haddad", [INSTRUCTOR]),
+    {**person(ALIMA, "Ana Lima", [LEARNER]), "custom": {"login_id": "alima"}},
+    {**person(ROOTY, "Rob Oot", [LEARNER]), "custom": {"login_id": "root"}},
+    {**person(POSER, "Pat Oser", [LEARNER]), "custom": {"login_id": "ltit-grader"}},
+    {**person(NINA, "Nina Novak", [LEARNER]), "custom": {"login_id": "nnovak"}},
 ]
 
 
@@ -183,13 +195,66 @@ def test_a_student_launch_signs_in_under_a_stable_name(cls):
     assert json.loads(claims)["ags"]["lineitems"] == cls["lms"]["lineitems"]
 
 
-def test_instructors_get_formgrader_and_students_do_not(cls):
+def hub_api(cls: dict, path: str) -> dict:
+    """The running hub's REST API, with the course-members service's token (admin:users)."""
+    token = json.loads((cls["state"] / "hub" / "class.json").read_text())["members_token"]
+    answer = requests.get(f"{cls['hub']}/hub/api{path}", headers={"Authorization": f"token {token}"}, timeout=30)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def test_instructors_get_formgrader_and_the_admin_page_tas_formgrader_only_students_neither(cls):
     teacher, assistant, student = Launch(cls, INES), Launch(cls, TARA), Launch(cls, ANA)
     assert teacher.signed_in and assistant.signed_in and student.signed_in
     assert groups_of(cls, expected_name(INES)) == {f"formgrade-{COURSE}"}
     assert groups_of(cls, expected_name(TARA)) == {f"formgrade-{COURSE}"}
     assert may_open_formgrader(cls, teacher) and may_open_formgrader(cls, assistant)
     assert not may_open_formgrader(cls, student)
+    # The LMS's instructor is a hub admin, as a roster instructor is; its TA and learner are not.
+    admins = {name: hub_api(cls, f"/users/{name}")["admin"] for name in map(expected_name, (INES, TARA, ANA))}
+    assert admins == {expected_name(INES): True, expected_name(TARA): False, expected_name(ANA): False}, admins
+    pages = {
+        who: launch.session.get(f"{cls['hub']}/hub/admin", allow_redirects=False, timeout=30).status_code
+        for who, launch in (("teacher", teacher), ("assistant", assistant), ("student", student))
+    }
+    assert pages == {"teacher": 200, "assistant": 403, "student": 403}, pages
+    with sqlite3.connect(cls["state"] / "hub" / "lti" / "lti.sqlite") as db:
+        roles = dict(db.execute("select sub, role from launches where sub in (?, ?)", (INES, TARA)).fetchall())
+    assert roles == {INES: "instructor", TARA: "ta"}
+
+
+def test_a_student_is_named_by_their_login_id_as_in_a_canvas_bulk_download(cls):
+    """One name per student: the LTI launch's login id is the hub name, the Linux account and the
+    gradebook row, and Canvas's bulk download (SIS Login ID) grades into that same row."""
+    from grader import canvas
+
+    first = Launch(cls, ALIMA)
+    assert first.signed_in, first.page_text()
+    assert Launch(cls, ALIMA).signed_in  # again: the same person, the same name
+    assert hub_db(cls, "select name from users where name = 'alima'") == [("alima",)]
+    assert pwd.getpwnam("alima").pw_dir.endswith("/alima") and groups_of(cls, "alima") == {f"nbgrader-{COURSE}"}
+    # A login id that is a system account or the roster's grader never takes it over: the opaque name.
+    for sub, taken in ((ROOTY, "root"), (POSER, "ltit-grader")):
+        launch = Launch(cls, sub)
+        assert launch.signed_in, launch.page_text()
+        assert not hub_db(cls, "select name from users where name = ?", taken)
+        assert hub_db(cls, "select name from users where name = ?", expected_name(sub)), sub
+    # The gradebook row the launch made is the one a Canvas bulk download grades into.
+    db_url = f"sqlite:///{cls['state'] / 'course' / 'gradebook.db'}"
+    deadline = time.monotonic() + 30
+    while "alima" not in {s.id for s in Gradebook(db_url).students}:
+        assert time.monotonic() < deadline, "the launch put no row alima in the gradebook"
+        time.sleep(0.2)
+    upload = canvas.Upload(f"limaana_4242_777_{A}.ipynb", "limaana", "4242", 777, f"{A}.ipynb", False, b"{}")
+    (student,) = canvas.students([upload], {"4242": {"Student": "Lima, Ana", "SIS Login ID": "alima"}}, A)
+    assert student.student_id == "alima"
+    canvas.record(db_url, [student])
+    with Gradebook(db_url) as gradebook:
+        rows = [s for s in gradebook.students if s.id == "alima" or s.lms_user_id in ("4242", ALIMA)]
+        assert [(s.id, s.lms_user_id) for s in rows] == [("alima", "4242")]
+    assert Launch(cls, ALIMA).signed_in  # a later launch keeps the Canvas id the export writes
+    with Gradebook(db_url) as gradebook:
+        assert gradebook.find_student("alima").lms_user_id == "4242"
 
 
 BAD = {  # tamper mode of the platform -> (status, what the page must say)
@@ -421,6 +486,42 @@ def test_lms_push_reports_a_refused_token_clearly(cls, tmp_path):
     grade(cls, expected_name(ANA), 0.75, 2.0)
     rc, out = push(cls, "--lti", str(folder))
     assert rc == 1 and "the LMS refused an access token (401)" in out and "Not sent:" in out, out
+
+
+def test_the_roster_from_the_lms_names_every_learner_before_their_first_launch(cls):
+    """`python hub/members.py roster`: LTI Names and Role Provisioning's member list (paged, with each member's
+    custom claims through rlid) gives every learner their gradebook row and launch record under the
+    name their launch will have; `lms push` can then send their grade; no account is made early."""
+    assert Launch(cls, INES).signed_in  # an instructor's launch brings the member list's address
+    command = [PY, str(ROOT / "hub" / "members.py"), "roster"]
+    env = dict(os.environ, HUB_STATE=str(cls["state"]))
+    dry = subprocess.run([*command, "--dry-run"], env=env, capture_output=True, text=True, timeout=120)
+    assert dry.returncode == 0 and f"would add nnovak (LMS user {NINA}, Nina Novak)" in dry.stdout, (
+        dry.stdout + dry.stderr
+    )
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"added nnovak (LMS user {NINA}, Nina Novak)" in done.stdout, done.stdout
+    assert f"added {expected_name(MIA)} (LMS user {MIA}, Mia Never)" in done.stdout, done.stdout
+    assert f"{len(USERS)} members in the LMS" in done.stdout and expected_name(INES) not in done.stdout
+    with Gradebook(f"sqlite:///{cls['state'] / 'course' / 'gradebook.db'}") as gradebook:
+        nina = gradebook.find_student("nnovak")
+        assert (nina.first_name, nina.last_name, nina.email, nina.lms_user_id) == (
+            "Nina",
+            "Novak",
+            "nina@example.org",
+            NINA,
+        )
+    with pytest.raises(KeyError):
+        pwd.getpwnam("nnovak")
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and "added" not in again.stdout.replace("learners added", ""), again.stdout
+    grade(cls, "nnovak", 1.0, 2.0)  # graded before she ever launched (a hand-in by other means)
+    rc, out = push(cls, "--dry-run")
+    assert rc == 0 and re.search(rf"would send +nnovak \(LMS user {NINA}\)", out), out
+    launch = Launch(cls, NINA)  # her first launch: the same name, now with an account
+    assert launch.signed_in and hub_db(cls, "select name from users where name = 'nnovak'") == [("nnovak",)]
+    assert pwd.getpwnam("nnovak")
 
 
 def test_lms_urls_keep_their_query_strings():

@@ -5,17 +5,18 @@
 #   bubblewrap  the sandbox student code runs in when graded
 #   postgresql  the PostgreSQL gradebook tests (a real server, started per test)
 #   nodejs npm  JupyterHub's proxy (configurable-http-proxy, from npm)
+#   nginx       the TLS reverse proxy the hub test runs in front of the hub (hub/nginx.conf.template)
 #
 # Debian/Ubuntu names. Missing ones are installed with apt-get as root or with
 # passwordless sudo; otherwise we stop before any test runs and print the exact
 # command, so no test is skipped for want of a package.
 set -euo pipefail
 
-PACKAGES=(chromium bubblewrap postgresql)
+PACKAGES=(chromium bubblewrap postgresql nginx)
 
 if ! command -v dpkg-query >/dev/null; then
-  for tool in chromium bwrap node npm; do
-    command -v "$tool" >/dev/null || { echo "missing: $tool. Install chromium, bubblewrap, postgresql, nodejs and npm with your package manager, then run make test again." >&2; exit 1; }
+  for tool in chromium bwrap nginx node npm; do
+    command -v "$tool" >/dev/null || { echo "missing: $tool. Install chromium, bubblewrap, postgresql, nginx, nodejs and npm with your package manager, then run make test again." >&2; exit 1; }
   done
   exit 0
 fi
