@@ -15,7 +15,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from conftest import ROOT
-from tools import notebooks
+from tools import notebooks, release
 
 pytestmark = pytest.mark.unit
 
@@ -85,10 +85,35 @@ def test_readme_is_short():
 
 
 def test_readme_says_how_many_lessons_there_are():
-    """The first section's count follows the lessons (a new lesson would leave it stale)."""
-    words = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
-    count = words[len(notebooks.lesson_ids())]
-    assert f"{count.capitalize()} short lessons" in README.read_text(encoding="utf-8"), f"README should say {count}"
+    """The first section's count follows the lessons (a new lesson would leave it stale): the words
+    the release's README is generated with (tools/release.py, lesson_count)."""
+    count = release.lesson_count(notebooks.lesson_ids())
+    assert f"{count} on how deep models" in README.read_text(encoding="utf-8"), f"README should say {count!r}"
+
+
+def test_the_release_readme_counts_the_lessons_and_names_the_gpu_ones(monkeypatch):
+    """`make release` writes the count and the lessons that ask for a GPU from lessons/: the
+    release's README follows a lesson added or made a GPU one, with nothing written by hand."""
+    location = release.Location("someone/course", "main")
+    text = release.readme(location)
+    gpu = sorted(notebooks.gpu_lessons())
+    assert f"{release.lesson_count(notebooks.lesson_ids())} on how deep models" in text
+    assert release.gpu_runtime(notebooks.lesson_ids()) in text and all(str(int(g[:2])) in text for g in gpu)
+    settings = release.lesson_settings
+    monkeypatch.setattr(release, "lesson_ids", lambda: [*notebooks.lesson_ids(), "08_more"])
+    monkeypatch.setattr(
+        release, "lesson_settings", lambda lesson: {"gpu": True} if lesson == "08_more" else settings(lesson)
+    )
+    more = release.readme(location)
+    assert f"{release.in_words(len(notebooks.lesson_ids()) + 1).capitalize()} short lessons on" in more
+    numbers = [str(int(g[:2])) for g in gpu] + ["8"]
+    assert f"Lessons {', '.join(numbers[:-1])} and 8 ask for a GPU runtime" in more, more
+
+
+def test_counts_in_words():
+    assert [release.in_words(n) for n in (0, 1, 7, 12, 13)] == ["zero", "one", "seven", "twelve", "13"]
+    assert release.lesson_count(["01_a"] * 8) == "Eight short lessons"
+    assert release.gpu_runtime([]).startswith("Every lesson runs on Colab's default CPU runtime")
 
 
 def _code_map() -> str:

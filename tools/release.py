@@ -221,6 +221,30 @@ def pinned(names: tuple[str, ...]) -> list[str]:
     return [pins[name] for name in names]
 
 
+NUMBER_WORDS = "zero one two three four five six seven eight nine ten eleven twelve".split()
+
+
+def in_words(n: int) -> str:
+    """A count as the READMEs write it: a word up to twelve, digits beyond."""
+    return NUMBER_WORDS[n] if n < len(NUMBER_WORDS) else str(n)
+
+
+def lesson_count(lessons: list[str]) -> str:
+    """The opening words of both READMEs (the repository's and the release's): how many lessons
+    there are, from lessons/ (tests/test_docs.py checks README.md's)."""
+    return f"{in_words(len(lessons)).capitalize()} short lessons"
+
+
+def gpu_runtime(lessons: list[str]) -> str:
+    """Which lessons ask Colab for a GPU runtime, from their headers (`lesson: {gpu: true}`)."""
+    numbers = [str(int(lesson.split("_", 1)[0])) for lesson in lessons if lesson_settings(lesson).get("gpu")]
+    if not numbers:
+        return "Every lesson runs on Colab's default CPU runtime."
+    named = numbers[0] if len(numbers) == 1 else ", ".join(numbers[:-1]) + " and " + numbers[-1]
+    asks = "asks" if len(numbers) == 1 else "ask"
+    return f"Lesson{'s' * (len(numbers) > 1)} {named} {asks} for a GPU runtime (*Runtime -> Change runtime type*)."
+
+
 def readme(location: Location) -> str:
     home = f"https://github.com/{location.repository}/blob/{location.branch}/"
     rows = ["| # | Lesson | Lecture | Exercise | Colab runtime |", "|---|---|---|---|---|"]
@@ -236,15 +260,14 @@ def readme(location: Location) -> str:
     table = "\n".join(rows)
     return f"""# Building blocks of PyTorch
 
-Seven short lessons on how deep models are built in PyTorch. Each lesson is a lecture
+{lesson_count(lesson_ids())} on how deep models are built in PyTorch. Each lesson is a lecture
 notebook (`course/`) and an exercise (`exercises/`) that your instructor grades.
 
 {table}
 
 ## Working on Colab
 
-Open a notebook from its Colab link above (or the badge at its top). Lesson 7 asks for a GPU
-runtime (*Runtime -> Change runtime type*). Write your code where it says `YOUR CODE HERE`,
+Open a notebook from its Colab link above (or the badge at its top). {gpu_runtime(lesson_ids())} Write your code where it says `YOUR CODE HERE`,
 run the test cell under each answer (no output means its visible checks pass), then
 *Runtime -> Restart session and run all* and download the `.ipynb` (*File -> Download*) to
 hand it in where your instructor says.
