@@ -75,6 +75,10 @@ class RunsAnswers:
         outcome = cells.run(nb_cells, {wrong.answer_id: wrong.code})
         failed = {test_id for test_id, error in outcome.items() if error is not None}
         assert failed == set(wrong.fails)
+        messages = [str(error) for error in outcome.values() if error is not None]
+        assert not wrong.says or any(wrong.says.lower() in m.lower() for m in messages), (
+            f"the message should name the mistake ({wrong.says!r}), got {messages}"
+        )
 
     def test_a_correct_answer_written_differently_passes_every_test(self, right):
         nb_cells = cells.solution_cells(right.lesson)

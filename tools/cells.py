@@ -14,7 +14,9 @@ other one must still pass, so the wrong answer costs exactly its item's points.
 `seen_on=device` marks a mistake that shows only off the CPU (an output moved to the CPU):
 the tests catch it on a GPU's stand-in, and a judge, which computes on the CPU, cannot.
 `clause=NAME[,NAME]` names the clauses of its item it breaks (tools/clauses.py): every
-clause an exercise's instructions tag needs a wrong answer that names it.
+clause an exercise's instructions tag needs a wrong answer that names it. `says=WORDS`
+(underscores for spaces) are words the message of one of its failed cells must contain, so
+that the message names the fixture's own mistake, not another.
 
 Correct answers written differently from the model solution (another name, a
 default argument, another formula) live in `tests/right_answers/<id>.py`, as
@@ -48,6 +50,7 @@ class WrongAnswer:
     line: int = 0  # where the fixture starts in its file
     seen_on: str = ""  # `seen_on=device`: the mistake shows only off the CPU (the tests probe on a simulated GPU)
     clauses: tuple[str, ...] = ()  # `clause=a,b`: the clauses of its item it breaks (tools/clauses.py)
+    says: str = ""  # `says=not_copies`: words (underscores for spaces) its failure message must contain
 
     def __str__(self) -> str:
         return f"{self.lesson}:{self.answer_id}: {self.why}"
@@ -132,6 +135,7 @@ def _read_answers(path: Path, lesson: str, kind: str) -> list[WrongAnswer]:
                     number,
                     opts.get("seen_on", ""),
                     tuple(n for n in opts.get("clause", "").split(",") if n),
+                    opts.get("says", "").replace("_", " "),
                 )
             )
         elif answers:

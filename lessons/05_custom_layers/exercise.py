@@ -237,7 +237,8 @@ except Exception as _error:
     raise AssertionError("CenteredLayer failed on an input on a GPU (simulated): compute with torch on the "
                          f"input's device, without .item(), numpy or .cpu() ({_error}).") from _error
 assert isinstance(_out, torch.Tensor) and _out.device == _gpu and torch.allclose(_out.as_subclass(torch.Tensor), _X - _X.mean()), \
-    "For an input on a GPU the output should stay on that device, with the CPU's values: do not move it with .cpu()."
+    f"For an input on a GPU the output should stay on that device with the CPU's values, but " f"{('its values differ' if isinstance(_out, torch.Tensor) and _out.device == _gpu else 'it is on ' + str(getattr(_out, 'device', type(_out).__name__)))}: " \
+    "make every tensor the layer computes with on the input's device, and move no result to the CPU."
 ### BEGIN JUDGE
 def judge():
     """Run by the grader in its own process, never in the kernel (grader/judges.py)."""
@@ -368,7 +369,8 @@ except Exception as _error:
 assert all(p.device == _gpu for p in _layer.parameters()) and len(list(_layer.parameters())) == 2, \
     "Built under `with torch.device(gpu)`, MyLinear's W and b should be on that GPU (as nn.Linear's are): do not move them with .cpu()."
 assert isinstance(_out, torch.Tensor) and _out.device == _gpu and _out.shape == (4, 3) and torch.allclose(_out, _want), \
-    "For an input on a GPU the output should stay on that device, with the CPU's values: do not move it with .cpu()."
+    f"For an input on a GPU the output should stay on that device with the CPU's values, but " f"{('its values differ' if isinstance(_out, torch.Tensor) and _out.device == _gpu else 'it is on ' + str(getattr(_out, 'device', type(_out).__name__)))}: " \
+    "make every tensor the layer computes with on the input's device, and move no result to the CPU."
 ### BEGIN JUDGE
 def judge():
     """Run by the grader in its own process, never in the kernel (grader/judges.py)."""
@@ -585,7 +587,8 @@ except Exception as _error:
 assert all(p.device == _gpu for p in _layer.parameters()) and len(list(_layer.parameters())) == 1, \
     "Built under `with torch.device(gpu)`, TensorReduction's W should be on that GPU: do not move it with .cpu()."
 assert isinstance(_y, torch.Tensor) and _y.device == _gpu and _y.shape == (3, 2) and torch.allclose(_y, _want, atol=1e-5), \
-    "For an input on a GPU the output should stay on that device, with the CPU's values: do not move it with .cpu()."
+    f"For an input on a GPU the output should stay on that device with the CPU's values, but " f"{('its values differ' if isinstance(_y, torch.Tensor) and _y.device == _gpu else 'it is on ' + str(getattr(_y, 'device', type(_y).__name__)))}: " \
+    "make every tensor the layer computes with on the input's device, and move no result to the CPU."
 ### BEGIN JUDGE
 def judge():
     """Run by the grader in its own process, never in the kernel (grader/judges.py)."""
@@ -775,7 +778,8 @@ except Exception as _error:
                          f"input's device (device=X.device for any tensor you make), not numpy ({_error}).") from _error
 assert isinstance(_out, torch.Tensor) and _out.device == _gpu and _out.shape == (2, 4) \
     and torch.allclose(_out.as_subclass(torch.Tensor), torch.fft.fft(_X)[..., :4]), \
-    "For an input on a GPU the output should stay on that device, with the CPU's values: do not move it with .cpu()."
+    f"For an input on a GPU the output should stay on that device with the CPU's values, but " f"{('its values differ' if isinstance(_out, torch.Tensor) and _out.device == _gpu else 'it is on ' + str(getattr(_out, 'device', type(_out).__name__)))}: " \
+    "make every tensor the layer computes with on the input's device, and move no result to the CPU."
 ### END HIDDEN TESTS
 
 # %% [markdown]

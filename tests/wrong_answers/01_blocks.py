@@ -222,7 +222,7 @@ class MySequential(nn.Module):
     def __len__(self):
         return len(self._modules)
 
-# %% wrong id=FixedHiddenMLP clause=matmul_right -- multiplies by the constant with F.linear, which is X @ W.T
+# %% wrong id=FixedHiddenMLP clause=matmul_right says=applied_as_X_@_W.T -- multiplies by the constant with F.linear, which is X @ W.T
 class FixedHiddenMLP(nn.Module):
     def __init__(self, in_features=20):
         super().__init__()
@@ -451,7 +451,7 @@ class ParallelBlock(nn.Module):
     def forward(self, X):
         return torch.cat((self.net1(X).cpu(), self.net2(X).cpu()), dim=self.dim)
 
-# %% wrong id=MySequential clause=call_module -- calls each child's forward(X) instead of the child itself, so the children's hooks never run and a lazy child is never initialized
+# %% wrong id=MySequential clause=call_module says=hooks -- calls each child's forward(X) instead of the child itself, so the children's hooks never run and a lazy child is never initialized
 class MySequential(nn.Module):
     def __init__(self, *modules):
         super().__init__()
@@ -473,7 +473,7 @@ class MySequential(nn.Module):
     def __len__(self):
         return len(self._modules)
 
-# %% wrong id=ParallelBlock clause=call_module -- calls net1.forward(X) and net2.forward(X) instead of the branches themselves, so their hooks never run and a lazy branch is never initialized
+# %% wrong id=ParallelBlock clause=call_module says=lazy_branch -- calls net1.forward(X) and net2.forward(X) instead of the branches themselves, so their hooks never run and a lazy branch is never initialized
 class ParallelBlock(nn.Module):
     def __init__(self, net1, net2, dim=-1):
         super().__init__()
@@ -482,7 +482,7 @@ class ParallelBlock(nn.Module):
     def forward(self, X):
         return torch.cat((self.net1.forward(X), self.net2.forward(X)), dim=self.dim)
 
-# %% wrong id=ParallelBlock clause=same_networks -- deep-copies the branches it is given, so training the block never reaches the caller's networks
+# %% wrong id=ParallelBlock clause=same_networks says=not_copies -- deep-copies the branches it is given, so training the block never reaches the caller's networks
 import copy
 
 
@@ -494,7 +494,7 @@ class ParallelBlock(nn.Module):
     def forward(self, X):
         return torch.cat((self.net1(X), self.net2(X)), dim=self.dim)
 
-# %% wrong id=FixedHiddenMLP clause=call_module -- calls self.linear.forward(X) instead of self.linear(X), so the layer's hooks never run
+# %% wrong id=FixedHiddenMLP clause=call_module says=hooks -- calls self.linear.forward(X) instead of self.linear(X), so the layer's hooks never run
 class FixedHiddenMLP(nn.Module):
     def __init__(self, in_features=20):
         super().__init__()
@@ -509,7 +509,7 @@ class FixedHiddenMLP(nn.Module):
             X = X / 2
         return X.sum()
 
-# %% wrong id=FixedHiddenMLP clause=halve_loop -- halves while the absolute value of the sum is greater than 1 (X.sum().abs()), not the sum of absolute values
+# %% wrong id=FixedHiddenMLP clause=halve_loop says=absolute_value_of_the_sum -- halves while the absolute value of the sum is greater than 1 (X.sum().abs()), not the sum of absolute values
 class FixedHiddenMLP(nn.Module):
     def __init__(self, in_features=20):
         super().__init__()
@@ -558,3 +558,10 @@ class FixedHiddenMLP(nn.Module):
         while X.abs().sum() > 1:
             X = X / 2
         return X.sum()
+
+# %% wrong id=make_stack clause=own_call says=has_no_attribute -- resets each made layer's parameters "to be sure they differ", which fails for a module without reset_parameters (nn.ReLU)
+def make_stack(factory, n):
+    layers = [factory() for _ in range(n)]
+    for layer in layers:
+        layer.reset_parameters()
+    return nn.Sequential(*layers)

@@ -152,22 +152,22 @@ def make_rgnet():
                                         ("block 2", copy.deepcopy(b0)), ("block 3", block())]))
     return nn.Sequential(block2, nn.Linear(4, 1))
 
-# %% wrong id=count_parameters clause=no_buffers -- counts the buffers too when trainable_only=False (running statistics are not parameters)
+# %% wrong id=count_parameters clause=no_buffers says=buffers -- counts the buffers too when trainable_only=False (running statistics are not parameters)
 def count_parameters(module, trainable_only=True):
     if trainable_only:
         return sum(p.numel() for p in module.parameters() if p.requires_grad)
     return sum(t.numel() for t in [*module.parameters(), *module.buffers()])
 
-# %% wrong id=count_parameters clause=integer -- sums the sizes as a tensor, so a module without parameters gives the float 0.0
+# %% wrong id=count_parameters clause=integer says=integer -- sums the sizes as a tensor, so a module without parameters gives the float 0.0
 def count_parameters(module, trainable_only=True):
     sizes = [p.numel() for p in module.parameters() if p.requires_grad or not trainable_only]
     return torch.tensor(sizes).sum()
 
-# %% wrong id=param_shapes clause=frozen -- leaves out frozen parameters (requires_grad=False)
+# %% wrong id=param_shapes clause=frozen says=frozen -- leaves out frozen parameters (requires_grad=False)
 def param_shapes(module):
     return {name: tuple(p.shape) for name, p in module.named_parameters() if p.requires_grad}
 
-# %% wrong id=freeze clause=others_kept -- sets every flag from the match, so a second call unfreezes what the first froze
+# %% wrong id=freeze clause=others_kept says=frozen_earlier -- sets every flag from the match, so a second call unfreezes what the first froze
 def freeze(module, prefixes):
     frozen = []
     for name, param in module.named_parameters():

@@ -289,7 +289,7 @@ def my_init(m):
     if getattr(m, "weight", None) is not None and m.weight.dim() == 2:
         weird_init_(m.weight)
 
-# %% wrong id=init_normal clause=no_seed -- seeds torch's generator inside, so every layer of a shape gets the same weights and the caller's random numbers restart
+# %% wrong id=init_normal clause=no_seed says=set_a_seed -- seeds torch's generator inside, so every layer of a shape gets the same weights and the caller's random numbers restart
 def init_normal(m):
     if isinstance(m, nn.Linear):
         torch.manual_seed(0)
@@ -297,7 +297,7 @@ def init_normal(m):
         if m.bias is not None:
             nn.init.zeros_(m.bias)
 
-# %% wrong id=weird_init_ clause=in_place_device fails=test_weird_init__in_place seen_on=device -- multiplies in place by a mask built on the CPU, which a tensor on a GPU refuses
+# %% wrong id=weird_init_ clause=in_place_device fails=test_weird_init__in_place seen_on=device says=on_a_GPU -- multiplies in place by a mask built on the CPU, which a tensor on a GPU refuses
 def weird_init_(tensor):
     with torch.no_grad():
         values = torch.empty(tensor.shape, dtype=tensor.dtype).uniform_(-10, 10)
@@ -305,7 +305,7 @@ def weird_init_(tensor):
         tensor.mul_(values.abs() >= 5)
     return tensor
 
-# %% wrong id=activation_stds clause=outputs -- keeps the hooked output tensors and takes their std after the forward pass, when an in-place activation has overwritten them
+# %% wrong id=activation_stds clause=outputs says=inplace -- keeps the hooked output tensors and takes their std after the forward pass, when an in-place activation has overwritten them
 def activation_stds(net, x):
     outputs = []
     handles = [m.register_forward_hook(lambda module, inputs, output: outputs.append(output))

@@ -522,7 +522,7 @@ class MultiWidthNet(nn.Module):
             self.inputs[key] = nn.LazyLinear(self.hidden, dtype=self.body[1].weight.dtype)
         return self.body(self.inputs[key](X))
 
-# %% wrong id=infer_shapes clause=eval_no_grad -- runs the dry run in eval mode but without torch.no_grad(), so it records gradients
+# %% wrong id=infer_shapes clause=eval_no_grad says=recorded_gradients -- runs the dry run in eval mode but without torch.no_grad(), so it records gradients
 def infer_shapes(net, input_shape):
     first = next(iter(net.parameters()), None)
     if first is None:

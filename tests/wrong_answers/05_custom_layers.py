@@ -62,7 +62,7 @@ class MyLinear(nn.Module):
     def forward(self, X):
         return F.relu(X @ self.weight + self.bias)
 
-# %% wrong id=TensorReduction clause=formula fails=test_TensorReduction,test_TensorReduction_gradients -- multiplies x by itself element-wise (only i == j terms)
+# %% wrong id=TensorReduction clause=formula fails=test_TensorReduction,test_TensorReduction_gradients says=index_used_twice -- multiplies x by itself element-wise (only i == j terms)
 class TensorReduction(nn.Module):
     def __init__(self, in_features, out_features):
         super().__init__()
@@ -80,7 +80,7 @@ class TensorReduction(nn.Module):
     def forward(self, x):
         return torch.einsum("kij,bi,bj->bk", self.weight, x, x)
 
-# %% wrong id=TensorReduction clause=formula fails=test_TensorReduction,test_TensorReduction_gradients -- uses the first example's x for the whole batch
+# %% wrong id=TensorReduction clause=formula fails=test_TensorReduction,test_TensorReduction_gradients says=x[0] -- uses the first example's x for the whole batch
 class TensorReduction(nn.Module):
     def __init__(self, in_features, out_features):
         super().__init__()
@@ -103,7 +103,7 @@ class TensorReduction(nn.Module):
                 y[b, k] = x[b] @ self.weight.data[:, :, k] @ x[b]
         return y
 
-# %% wrong id=TensorReduction clause=gradients fails=test_TensorReduction,test_TensorReduction_gradients -- loops, writing Python numbers (.item()) into a CPU tensor: detached, and on the CPU whatever x's device
+# %% wrong id=TensorReduction clause=gradients fails=test_TensorReduction,test_TensorReduction_gradients says=cut_off -- loops, writing Python numbers (.item()) into a CPU tensor: detached, and on the CPU whatever x's device
 class TensorReduction(nn.Module):
     def __init__(self, in_features, out_features):
         super().__init__()

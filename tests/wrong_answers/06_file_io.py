@@ -441,7 +441,7 @@ def atomic_save(obj, path):
         raise
     os.fsync(os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY))
 
-# %% wrong id=checkpoint clause=map_location_rng fails=test_checkpoint_map_location seen_on=device -- restores torch's RNG state as map_location left it, which torch.set_rng_state refuses on a GPU
+# %% wrong id=checkpoint clause=map_location_rng fails=test_checkpoint_map_location seen_on=device says=.cpu() -- restores torch's RNG state as map_location left it, which torch.set_rng_state refuses on a GPU
 def save_checkpoint(path, model, optimizer, epoch, scheduler=None):
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                 "rng": torch.get_rng_state(), "python_rng": random.getstate(),
@@ -460,7 +460,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu", scheduler=None):
     random.setstate(state["python_rng"])
     return state["epoch"]
 
-# %% wrong id=checkpoint clause=file_holds fails=test_checkpoint -- writes only the epoch and the RNG state to the file and keeps the rest in a dict of the notebook, which a new process does not have
+# %% wrong id=checkpoint clause=file_holds fails=test_checkpoint says=new_process -- writes only the epoch and the RNG state to the file and keeps the rest in a dict of the notebook, which a new process does not have
 import copy
 
 _kept_states = {}

@@ -527,7 +527,7 @@ def log_norms(n, size, device, on_device=True):
         norms.append(norm if on_device else norm.item())
     return torch.stack(norms).cpu().tolist() if on_device else norms
 
-# %% wrong id=log_norms clause=on_device_work -- multiplies and takes the norm on the CPU and moves only the norm to the device: no device work at all
+# %% wrong id=log_norms clause=on_device_work says=matrix_product -- multiplies and takes the norm on the CPU and moves only the norm to the device: no device work at all
 def log_norms(n, size, device, on_device=True):
     generator = torch.Generator().manual_seed(0)
     norms = []
