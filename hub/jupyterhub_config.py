@@ -84,9 +84,9 @@ if lti:
         *course["tas"],
     ]
     c.CourseLTIAuthenticator.groups = {
-        "instructor": f"formgrade-{course_id}",
-        "ta": f"formgrade-{course_id}",
-        "student": f"nbgrader-{course_id}",
+        "instructor": [f"formgrade-{course_id}", f"instructors-{course_id}"],
+        "ta": [f"formgrade-{course_id}"],
+        "student": [f"nbgrader-{course_id}"],
     }
     # Who may sign in is the LMS's decision: only its signed launches get here.
     c.Authenticator.allow_all = True
@@ -117,19 +117,32 @@ c.Spawner.environment = {
     "COURSE_EXCHANGE": course["exchange"],
 }
 
-instructors_group = f"formgrade-{course_id}"
+instructors_group = f"formgrade-{course_id}"  # instructors and TAs: Formgrader
+managers_group = f"instructors-{course_id}"  # instructors only: Formgrader's release, collect, autograde
 if not lti:  # with LTI the authenticator sets each user's group at every launch
     c.JupyterHub.load_groups = {
         instructors_group: {"users": course["instructors"] + course["tas"]},
+        managers_group: {"users": course["instructors"]},
         f"nbgrader-{course_id}": {"users": course["students"]},
     }
+# Formgrader is one service, as the grader account, for instructors and TAs alike; what only an
+# instructor may do there (create, release, collect, autograde) asks for this scope, which the
+# service's OAuth tokens carry for instructors only (hub/config/grader/jupyter_server_config.py).
+MANAGE = "custom:formgrader:manage"
+c.JupyterHub.custom_scopes = {MANAGE: {"description": f"create, release, collect and autograde {course_id}"}}
 c.JupyterHub.load_roles = [
     {
         "name": "course-instructor",
         "description": f"grade {course_id} in its Formgrader service",
         "groups": [instructors_group],
         "scopes": [f"access:services!service={course_id}"],
-    }
+    },
+    {
+        "name": "course-manager",
+        "description": f"release, collect and autograde {course_id} in Formgrader",
+        "groups": [managers_group],
+        "scopes": [MANAGE],
+    },
 ]
 c.JupyterHub.load_roles += [
     # JupyterHub's idle culler stops a server nobody used for HUB_IDLE_TIMEOUT seconds.
@@ -158,5 +171,6 @@ c.JupyterHub.services = [
             "JUPYTER_CONFIG_PATH": os.path.join(hub, "config", "grader"),
         },
         "oauth_no_confirm": True,
+        "oauth_client_allowed_scopes": [MANAGE],  # in an instructor's token, not in a TA's
     },
 ]

@@ -297,7 +297,7 @@ class CourseLTIAuthenticator(LTI13Authenticator):
     deployment_ids = Set(Unicode(), config=True, help="The deployment ids launches may come from.")
     store_path = Unicode(config=True, help="lti.sqlite: launches and used nonces (grader/lti_tool.py's Store).")
     key_path = Unicode(config=True, help="The tool's private key (PEM); its public half is served as JWKS.")
-    groups = Dict(Unicode(), config=True, help="Hub group of each course role: {'instructor': ..., 'student': ...}.")
+    groups = Dict(List(Unicode()), config=True, help="Hub groups of each course role: {'instructor': [...], ...}.")
     gradebook_url = Unicode(config=True, help="The course's gradebook, for the students' names and emails.")
     known_names = List(Unicode(), config=True, help="Roster accounts an LTI name must not take over.")
     username_claim = Unicode(
@@ -377,7 +377,7 @@ class CourseLTIAuthenticator(LTI13Authenticator):
             self.gradebook_writer.submit(self.add_to_gradebook, name, claims["sub"], record)
         return {
             "name": name,
-            "groups": [self.groups[role]],
+            "groups": self.groups[role],
             "admin": role == "instructor",  # the hub's admin page, as a roster instructor has; set at every launch
             "auth_state": {"sub": claims["sub"], "role": role, "ags": ags},
         }

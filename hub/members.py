@@ -84,6 +84,8 @@ def add(name: str, role: str, password: str, state: Path, roster: Path) -> None:
     group = f"nbgrader-{course}" if role == "student" else f"formgrade-{course}"
     if api(settings, "POST", f"/groups/{group}/users", {"users": [name]}) != 200:
         serve.fail(f"the hub did not put {name} in the group {group}")
+    if role == "instructor" and api(settings, "POST", f"/groups/instructors-{course}/users", {"users": [name]}) != 200:
+        serve.fail(f"the hub did not put {name} in the group instructors-{course}")
     if role == "instructor" and api(settings, "PATCH", f"/users/{name}", {"admin": True}) != 200:
         serve.fail(f"the hub did not make {name} an admin")
     print(f"{name} ({role}) can log in now; nobody's server was restarted")

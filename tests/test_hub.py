@@ -63,8 +63,9 @@ COURSE = "pytorch-building-blocks"
 SHOTS = ROOT / "screenshots" / "hub"
 GRADER, INSTRUCTOR, GOOD, BAD = "hubt-grader", "hubt-ines", "hubt-ana", "hubt-ben"
 LATE = "hubt-cleo"  # joins while the hub runs
-PASSWORDS = {INSTRUCTOR: "ines-pw-4k2", GOOD: "ana-pw-9x1", BAD: "ben-pw-7q3", LATE: "cleo-pw-3m8"}
-ACCOUNTS = (GRADER, INSTRUCTOR, GOOD, BAD, LATE)
+TA = "hubt-tom"  # grades by hand; may not release, collect or autograde
+PASSWORDS = {INSTRUCTOR: "ines-pw-4k2", GOOD: "ana-pw-9x1", BAD: "ben-pw-7q3", LATE: "cleo-pw-3m8", TA: "tom-pw-5v8"}
+ACCOUNTS = (GRADER, INSTRUCTOR, GOOD, BAD, LATE, TA)
 MEM_LIMIT = 1536 * 1024**2  # HUB_MEM_LIMIT=1536M
 
 browser_steps.skip_without_chromium()
@@ -95,7 +96,8 @@ def hub(tmp_path_factory, postgres_url):
         writer.writerow([INSTRUCTOR, "instructor", PASSWORDS[INSTRUCTOR]])
         writer.writerow([GOOD, "student", PASSWORDS[GOOD]])
         writer.writerow([BAD, "student", PASSWORDS[BAD]])
-        writer.writerow(["Not A Name", "student", ""])
+        writer.writerow([TA, "ta", PASSWORDS[TA]])
+        writer.writerow(["Not A Name", "student", ""])  # row 7
     state = (
         Path("/tmp") / f"hub-test-{os.getpid()}"
     )  # students must reach its exchange: not under pytest's 0700 folders
@@ -410,6 +412,19 @@ def the_graders_failure_and_the_students_crash(teacher, formgrader, student, sta
     assert "test_make_stack: the kernel exited with status 1" in page
 
 
+def a_ta_in_formgrader(browser) -> None:
+    """A TA's Formgrader in the browser: Collect (an instructor's action) says why it is refused."""
+    page = browser.login(TA, next_url="/hub/home")
+    page.wait_for_url("**/hub/home")
+    page.goto(f"{browser.base}/services/{COURSE}/formgrader")
+    row = page.locator("tr", has=page.locator("td", has_text=A))
+    row.locator("td.collect a").first.click()
+    dialog = page.locator("#success-modal, #error-modal")
+    dialog.wait_for()
+    shot(page, "12_ta_refused_collect")
+    assert dialog.get_attribute("id") == "error-modal", dialog.inner_text()
+
+
 def test_a_class_on_the_hub(hub):
     from playwright.sync_api import sync_playwright
 
@@ -419,7 +434,7 @@ def test_a_class_on_the_hub(hub):
     assert get(f"http://127.0.0.1:{port}/hub/login")[0] == 200
     assert '"version"' in get(f"http://127.0.0.1:{port}/hub/api/")[1]
     hub["log"].seek(0)
-    assert "row 6 (Not A Name): not a valid account name" in hub["log"].read(), "a bad roster row is named"
+    assert "row 7 (Not A Name): not a valid account name" in hub["log"].read(), "a bad roster row is named"
     wrong = submissions.first_wrong(A)
     points = submissions.points(A)
     max_score = submissions.max_score(A)
@@ -429,6 +444,7 @@ def test_a_class_on_the_hub(hub):
         try:
             formgrader, teacher, good = the_class(browser, state, hub["db_url"], expected, max_score)
             the_graders_failure_and_the_students_crash(teacher, formgrader, good, state, hub["db_url"])
+            a_ta_in_formgrader(browser)
         except BaseException:
             browser.shoot_all("zz_failure")
             raise
@@ -588,3 +604,26 @@ def test_on_one_origin_each_persons_cookies_and_token_reach_only_their_own(hub):
         answer = with_token.request(method, url + path, json={"admin": True, "users": [GOOD]}, timeout=30)
         assert answer.status_code in statuses, (method, path, answer.status_code, answer.text[:300])
     assert ben.get(f"{url}/user/{BAD}/api/status", timeout=30).status_code == 200, "Ben's server still runs"
+
+
+def test_a_ta_grades_in_formgrader_but_may_not_release_collect_or_autograde(hub):
+    """Formgrader is one service for instructors and TAs; only an instructor's token carries the
+    scope its release, collect and autograde ask for (the class test's instructor used them all)."""
+    ta = tls_proxy.session(hub["proxy"])
+    login = ta.get(f"{hub['url']}/hub/login", timeout=30)
+    xsrf = re.search(r'name="_xsrf" value="([^"]+)"', login.text)
+    form = {"username": TA, "password": PASSWORDS[TA], **({"_xsrf": xsrf.group(1)} if xsrf else {})}
+    assert ta.post(f"{hub['url']}/hub/login?next=/hub/home", data=form, timeout=60).ok
+    formgrader = f"{hub['url']}/services/{COURSE}/formgrader"
+    assert ta.get(formgrader, timeout=60).status_code == 200  # the hub's OAuth step lets a TA in
+    headers = {"X-XSRFToken": next(c.value for c in ta.cookies if c.name == "_xsrf" and "services" in c.path)}
+    assert ta.get(f"{formgrader}/api/assignments", timeout=30).status_code == 200
+    refused = [f"/api/assignment/{A}/{action}" for action in ("assign", "release", "unrelease", "collect")]
+    for path in [*refused, f"/api/submission/{A}/{GOOD}/autograde"]:
+        answer = ta.post(formgrader + path, headers=headers, timeout=60)
+        assert answer.status_code == 403 and "Only an instructor" in answer.reason, (path, answer.status_code)
+    answer = ta.put(f"{formgrader}/api/assignment/{A}", headers=headers, json={"duedate": None}, timeout=30)
+    assert answer.status_code == 403, answer.status_code
+    # Feedback is the TA's to give.
+    answer = ta.post(f"{formgrader}/api/assignment/{A}/generate_feedback", headers=headers, timeout=240)
+    assert answer.status_code == 200, (answer.status_code, answer.text[:500])

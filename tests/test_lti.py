@@ -206,8 +206,8 @@ def hub_api(cls: dict, path: str) -> dict:
 def test_instructors_get_formgrader_and_the_admin_page_tas_formgrader_only_students_neither(cls):
     teacher, assistant, student = Launch(cls, INES), Launch(cls, TARA), Launch(cls, ANA)
     assert teacher.signed_in and assistant.signed_in and student.signed_in
-    assert groups_of(cls, expected_name(INES)) == {f"formgrade-{COURSE}"}
-    assert groups_of(cls, expected_name(TARA)) == {f"formgrade-{COURSE}"}
+    assert groups_of(cls, expected_name(INES)) == {f"formgrade-{COURSE}", f"instructors-{COURSE}"}
+    assert groups_of(cls, expected_name(TARA)) == {f"formgrade-{COURSE}"}  # no release, collect, autograde
     assert may_open_formgrader(cls, teacher) and may_open_formgrader(cls, assistant)
     assert not may_open_formgrader(cls, student)
     # The LMS's instructor is a hub admin, as a roster instructor is; its TA and learner are not.
