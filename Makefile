@@ -96,7 +96,7 @@ test: setup system-packages lint hub/node_modules/.package-lock.json
 	PYTHONDONTWRITEBYTECODE= CUDA_VISIBLE_DEVICES= $(PY) -m pytest
 	@if { [ -e /dev/nvidiactl ] || [ -e /dev/dxg ]; } && $(PY) -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then \
 		echo "nbval and GPU grading again, on CUDA"; $(PY) -m pytest -o testpaths="course solutions" && \
-		$(PY) -m pytest -o addopts="-p no:cacheprovider -ra" tests/test_gpu_sandbox.py; \
+		$(PY) -m pytest -o addopts="-p no:cacheprovider -ra" tests/test_gpu_sandbox.py tests/test_simulated_gpu.py; \
 	else echo "nbval on CUDA: not run, no CUDA device on this machine"; fi
 
 # Lint and types (settings in pyproject.toml): ruff's checks and format, then mypy.
