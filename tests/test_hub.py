@@ -201,6 +201,13 @@ attempt("read the staged sources", lambda: os.listdir({staged!r}))
 attempt("read own hand-in", lambda: open({own!r}).read())"""
 
 
+MARKUP = '<img src="x" onerror="document.body.dataset.pwned = 1"> <script>document.body.dataset.pwned = 2</script>'
+
+
+def is_written(cell) -> bool:
+    return cell.cell_type == "markdown" and cell.metadata.get("nbgrader", {}).get("solution", False)
+
+
 def notebook_id(db_url: str, student: str) -> str:
     """The id of `student`'s 01_blocks notebook in the gradebook (Formgrader's URL for it)."""
     with Gradebook(db_url) as gradebook:
@@ -229,6 +236,9 @@ def the_class(browser, state: Path, db_url: str, expected: dict[str, int], max_s
     first = cheats.FIRST_ANSWER
     first_code = wrong.code if wrong.answer_id == first else submissions.answer_source(A, first)
     answers = {GOOD: {}, BAD: {wrong.answer_id: wrong.code, first: first_code + "\n" + forger.code}}
+    # ... and writes markup into the written answer that would run as whoever views it in Formgrader.
+    written = next(c.metadata["nbgrader"]["grade_id"] for c in submissions.exercise(A).cells if is_written(c))
+    answers[BAD][written] = submissions.answer_source(A, written) + "\n\n" + MARKUP
     for name, page in students.items():
         page.wait_for_url(f"**/user/{name}/lab**", timeout=START_TIMEOUT * 1000)
         lab_ready(page)
@@ -311,6 +321,9 @@ def the_class(browser, state: Path, db_url: str, expected: dict[str, int], max_s
     shot(view, "07_instructor_sees_the_flag")
     body = view.locator("body").inner_text()
     assert "Flagged for the instructor" in body and forger.name in body, body[:3000]
+    # The written answer's markup shows as text: nothing of it runs on the hub's origin.
+    assert view.locator("img[onerror], script:has-text('pwned')").count() == 0
+    assert view.evaluate("document.body.dataset.pwned") is None and "onerror=" in body
     view.close()
     browser.pages.remove(view)
     formgrader.locator("a", has_text="Manage Assignments").first.click()

@@ -14,6 +14,11 @@ and what it keeps apart: docs/security.md.
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 c.ServerApp.tornado_settings = {"headers": {"Content-Security-Policy": "frame-ancestors 'self'"}}
+# Formgrader's grading views render students' notebooks with nbconvert, which keeps their markdown's
+# raw HTML and their outputs' scripts (<script>, onerror=, application/javascript): on one origin
+# those would run as the instructor, on the hub too. nbconvert's SanitizeHTML escapes them (and the
+# feedback Formgrader generates); the price: a '<' in a written answer's math shows as '&lt;'.
+c.HTMLExporter.preprocessors = ["nbconvert.preprocessors.sanitize.SanitizeHTML"]
 
 # Formgrader serves instructors and TAs alike, as the grader account; it tells them apart by the
 # scope the hub puts in an instructor's token only (custom:formgrader:manage, hub/jupyterhub_config.py).
