@@ -20,8 +20,8 @@ import pytest
 from grader_cases import BIN, cli_env
 from submissions import full_score
 
-from conftest import ASSIGNMENTS, ROOT
-from grader import collect, grade, sandbox
+from conftest import ASSIGNMENTS, ROOT, selected
+from grader import collect, export, grade, sandbox
 from tools import cells, course
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
@@ -43,8 +43,7 @@ def students(lesson: str) -> dict[str, dict[str, str]]:
 @pytest.fixture(scope="module")
 def lessons(request) -> list[str]:
     """The lessons whose tests this run selected (`make lesson` picks one with -k): only those are graded."""
-    mine = [item for item in request.session.items if getattr(item, "module", None) is request.module]
-    chosen = {item.callspec.params.get("lesson") for item in mine if hasattr(item, "callspec")}
+    chosen = selected(request, "lesson")
     return [lesson for lesson in LESSONS if lesson in chosen]
 
 
@@ -78,8 +77,10 @@ def hand_in_to_nbgrader(root, downloads, lessons) -> dict[str, list]:
 def graded(tmp_path_factory, downloads, lessons):
     """Both paths, side by side: one `nbgrader autograde "*"` run (nbgrader's assignment glob: every
     lesson in one process, as an instructor may run it) started in the background, while the
-    grader's command line grades each lesson (`python -m grader grade` takes one assignment a run)
-    with two jobs. Two courses, so neither path sees the other's gradebook."""
+    grader grades each lesson with two jobs: the first through its command line (`python -m
+    grader grade` takes one assignment a run), the others through what that command runs
+    (grade.run, then the CSV export) in this process, whose fork server and workers' imports
+    then serve every lesson. Two courses, so neither path sees the other's gradebook."""
     assert sandbox.available(), "bubblewrap is missing: make test installs it (tools/system_packages.sh)"
     cli_root, nbgrader_root = tmp_path_factory.mktemp("cli-course"), tmp_path_factory.mktemp("nbgrader-course")
     course.temporary_course(cli_root, lessons)
@@ -91,19 +92,25 @@ def graded(tmp_path_factory, downloads, lessons):
     )  # fmt: skip
     try:
         by_the_command_line = {}
-        for lesson in lessons:
+        for n, lesson in enumerate(lessons):
             out = cli_root / f"{lesson}.csv"
-            command = [sys.executable, "-m", "grader", "grade", lesson, "--root", str(cli_root), "--out", str(out)]
-            done = subprocess.run(
-                command + ["--submissions", str(downloads / lesson), "--jobs", "2"],
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-            )
+            if n == 0:  # the command line itself, once
+                command = [sys.executable, "-m", "grader", "grade", lesson, "--root", str(cli_root), "--out", str(out)]
+                done = subprocess.run(
+                    command + ["--submissions", str(downloads / lesson), "--jobs", "2"],
+                    cwd=ROOT,
+                    capture_output=True,
+                    text=True,
+                )
+                status, stderr = done.returncode, done.stderr
+            else:  # what it runs (grader/__main__.py), in this process: one fork server for all
+                rows = grade.run(grade.Options(lesson, downloads / lesson, jobs=2, root=cli_root))
+                export.write_csv(rows, out)
+                status, stderr = int(grade.not_graded_summary(rows) is not None), grade.describe(rows)
             found = (
                 {row["student_id"]: row for row in csv.DictReader(open(out, encoding="utf-8"))} if out.exists() else {}
             )
-            by_the_command_line[lesson] = (done.returncode, done.stderr, found)
+            by_the_command_line[lesson] = (status, stderr, found)
     finally:
         _, log = autograde.communicate()
     by_nbgrader = {}
