@@ -15,7 +15,10 @@ What it reads:
 
 What it does: a client-credentials token (a JWT signed with the tool's key, Security
 Framework 1.0 section 4), the line item whose resourceId is the assignment in each
-course's line item container (created when missing), then one score per student. Every
+course's line item container (created when missing), then one score per student.
+`ASSIGNMENT=LINE_ITEM` sends to a line item the instructor made in the LMS instead (named
+by its label, URL or resourceId, as `export --column` names a Canvas column); it is
+never created, and a name the LMS does not list stops the run with the ones it does. Every
 score the LMS accepted is recorded in `lti.sqlite` at once, so a run that stops halfway
 resumes where it stopped; a score already sent (or already in the LMS's results) is not
 sent again unless --force. Failed requests are retried with exponential backoff; when the
@@ -141,6 +144,7 @@ def push(
     dry_run: bool = False,
     force: bool = False,
     out=print,
+    lineitem: str = "",
 ) -> int:
 
     config = course.load_config(root)
@@ -179,7 +183,9 @@ def push(
     for container in sorted({e.container for e in todo}):
         group = [e for e in todo if e.container == container]
         try:
-            stopped = stopped or send(platform, store, tool, course_id, assignment, container, group, force, out)
+            stopped = stopped or send(
+                platform, store, tool, course_id, assignment, container, group, force, out, lineitem
+            )
         except LMSError as error:  # the line item or the token: nobody of this course can be sent
             stopped = stopped or (str(error) if error.retryable else "")
             for entry in group:
@@ -201,10 +207,15 @@ def send(
     group: list[Entry],
     force: bool,
     out,
+    target: str = "",
 ) -> str:
-    """The scores of one course's students; returns why it stopped ('' when it did not)."""
+    """The scores of one course's students (into `target`, the instructor's line item, if named);
+    returns why it stopped ('' when it did not)."""
     maximum = max(e.maximum for e in group)
-    lineitem = platform.line_item(container, assignment, maximum, create=SCOPE_LINEITEM in platform.scopes)
+    if target:
+        lineitem = platform.existing_line_item(container, target)
+    else:
+        lineitem = platform.line_item(container, assignment, maximum, create=SCOPE_LINEITEM in platform.scopes)
     in_lms: dict[str, tuple[float, float]] = {}
     if not force and SCOPE_RESULT_READ in platform.scopes and any(store.sent(lineitem, e.sub) is None for e in group):
         try:
@@ -276,9 +287,11 @@ def _same(a: tuple[float, float], b: tuple[float, float]) -> bool:
 def main(args) -> int:
     """`python -m grader lms push`: the parsed arguments of grader/__main__.py."""
 
+    assignment, _, lineitem = args.assignment.partition("=")  # ASSIGNMENT[=the instructor's line item]
     try:
         return push(
-            args.assignment,
+            assignment,
+            lineitem=lineitem.strip(),
             root=args.root,
             lti_dir=args.lti,
             db_url=args.db_url,
@@ -289,5 +302,5 @@ def main(args) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except MissingEntry as error:
-        print(f"error: {args.assignment} is not an assignment of the gradebook ({error})", file=sys.stderr)
+        print(f"error: {assignment} is not an assignment of the gradebook ({error})", file=sys.stderr)
         return 2

@@ -267,6 +267,21 @@ class Platform:
         )
         return item["id"]
 
+    def existing_line_item(self, container: str, wanted: str) -> str:
+        """The URL of the line item the instructor made in the LMS, named by its URL, label or
+        resourceId (an assignment the tool did not create); never creates one."""
+        url, labels = with_path(container, ""), []
+        while url:
+            headers, items = self.call("GET", url, CONTAINER_TYPE)
+            for item in items or []:
+                if wanted in (item.get("id"), item.get("label"), item.get("resourceId")):
+                    return item["id"]
+                labels.append(repr(item.get("label")))
+            url = _next_link(headers)
+        raise LMSError(
+            f"no line item {wanted!r} in {container} (its line items: {', '.join(labels) or 'none'})", retryable=False
+        )
+
     def results(self, lineitem: str) -> dict[str, tuple[float, float]]:
         """What the LMS holds for the line item: LMS user id -> (score, maximum)."""
         found, url = {}, with_path(lineitem, "results")

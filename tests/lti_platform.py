@@ -37,6 +37,7 @@ It prints one JSON line, {"url", "issuer", "login_url", "jwks_url", "token_url",
 - NRPS: GET /nrps/contexts/<id>/memberships[?rlid=...] the course's members, paged
 - GET  /gradebook            the instructor's gradebook page (HTML)
 - GET  /test/state           line items, results and the score log (JSON);
+  POST /test/lineitem        {"label": ..., "scoreMaximum": ...}: a line item the instructor made
   POST /test/fail            {"match": "/scores", "status": 503, "count": 2}: the next
                              `count` requests whose path contains `match` fail
 """
@@ -342,6 +343,12 @@ class Handler(BaseHTTPRequestHandler):
                         "results": [dict(v, lineitem=k[0]) for k, v in p.results.items()],
                     },
                 )
+        if path == "/test/lineitem" and self.command == "POST":  # one the instructor made in the LMS
+            with p.lock:
+                base = f"{p.url}/ags/contexts/{p.config['context']['id']}/lineitems"
+                item = {**json.loads(body), "id": f"{base}/{len(p.lineitems) + 1}/lineitem?type_id=1"}
+                p.lineitems.append(item)
+            return self.answer(201, item)
         if path == "/test/fail" and self.command == "POST":
             with p.lock:
                 p.failures = [json.loads(body)] if body else []

@@ -327,11 +327,11 @@ def test_the_token_endpoint_checks_the_client_assertion(cls):
 # -- grades back -------------------------------------------------------------------------------
 
 
-def push(cls, *flags: str) -> tuple[int, str]:
+def push(cls, *flags: str, target: str = A) -> tuple[int, str]:
     """`python -m grader lms push`'s exit status and output, run in this process (a Python start
     saved per push; the browser test runs the command itself), with short retry waits."""
     out = io.StringIO()
-    argv = ["lms", "push", A, "--root", str(cls["state"] / "course"), *flags]
+    argv = ["lms", "push", target, "--root", str(cls["state"] / "course"), *flags]
     with mock.patch.dict(os.environ, GRADER_LMS_BACKOFF="0.02"), redirect_stdout(out), redirect_stderr(out):
         status = grader_command(argv)
     return status, out.getvalue()
@@ -467,6 +467,30 @@ def test_lms_push_retries_and_stops_with_who_was_and_was_not_sent(cls):
     for sub, name in ((ANA, ana), (CLEO, cleo)):
         new = [s for s in log_of(cls, sub) if (s["scoreGiven"], s["scoreMaximum"]) == total[name]]
         assert len(new) == 1, log_of(cls, sub)
+
+
+def test_lms_push_sends_to_the_line_item_the_instructor_made(cls):
+    """ASSIGNMENT=LINE_ITEM: the scores go to a column the instructor made in the LMS (by its label
+    or URL), none is created; a name the LMS does not list stops the run and names those it does."""
+    ana, ben = expected_name(ANA), expected_name(BEN)
+    for sub in (ANA, BEN):
+        assert Launch(cls, sub).signed_in
+    grade(cls, ana, 1.0, 2.0)
+    grade(cls, ben, 0.5, 1.0)
+    made = requests.post(
+        f"{cls['platform_url']}/test/lineitem", data=json.dumps({"label": "Homework 1", "scoreMaximum": 10}), timeout=30
+    ).json()
+    before = len(platform_state(cls)["lineitems"])
+    rc, out = push(cls, target=f"{A}=Homework 1")  # everyone graded so far, Ana and Ben among them
+    assert rc == 0 and re.search(rf"sent +{ana} ", out) and re.search(rf"sent +{ben} ", out), out
+    state = platform_state(cls)
+    assert len(state["lineitems"]) == before, "no line item created"
+    sent = [s for s in state["score_log"] if s["lineitem"] == made["id"]]
+    assert {ANA, BEN} <= {s["userId"] for s in sent} and all(s["scoreMaximum"] == totals(cls)[ana][1] for s in sent)
+    rc, out = push(cls, target=f"{A}={made['id']}")  # by its URL: the same column, nothing new to send
+    assert rc == 0 and f"0 sent, {len(sent)} already in the LMS" in out, out
+    rc, out = push(cls, target=f"{A}=Homework 9")
+    assert rc == 1 and "no line item 'Homework 9'" in out and "'Homework 1'" in out and "Not sent:" in out, out
 
 
 def test_lms_push_reports_a_refused_token_clearly(cls, tmp_path):
