@@ -125,16 +125,22 @@ release: setup
 	@test -n "$(OUT)" || { echo "usage: make release OUT=FOLDER (or FILE.zip) [COLAB=OWNER/REPO@BRANCH]"; exit 2; }
 	$(PY) -m tools.release "$(OUT)" $(if $(COLAB),--colab "$(COLAB)",)
 
-# One lesson's checks, for the edit loop and the "Adding a lesson" recipe (about a minute):
-# its rules, its tests against its wrong and right answers, its mutants, nbval of its notebooks.
+# One lesson's checks, for the edit loop and the "Adding a lesson" recipe (under a minute): its
+# rules; then, in one pytest run, nbval of its two notebooks and every test of LESSON_TESTS that
+# names the lesson (-k): its tests against its wrong and right answers in process, its judges and
+# liars (tests/conftest.py gives a liar's test its lesson's name), its right answers through the
+# grader's command line and nbgrader's autograde, its standard submissions, the builtins its
+# notebook may bind (the per-lesson fixtures grade only the selected lesson: conftest.selected);
+# beside that run, its mutants (their report printed after the tests'; either failing fails).
+LESSON_TESTS := tests/test_exercises.py tests/test_judges.py tests/test_right_answers.py tests/test_autograde.py tests/test_cheats.py
 lesson: setup
 	@test -n "$(LESSON)" || { echo "usage: make lesson LESSON=<id>"; exit 2; }
 	$(PY) -m tools.rules $(LESSON)
-	$(PY) -m pytest -p no:nbval -o addopts="-p no:cacheprovider" -q tests/test_exercises.py -k $(LESSON)
-	$(PY) -m pytest -p no:nbval -o addopts="-p no:cacheprovider" -q -m unit tests/test_judges.py -k $(LESSON) \
-		|| [ $$? -eq 5 ] # 5: the lesson has no judged item
-	$(PY) -m tools.mutants $(LESSON)
-	$(PY) -m pytest -o addopts="-p no:cacheprovider -n 2 --dist loadscope --nbval --nbval-kernel-name course-grader --nbval-sanitize-with tests/sanitize.cfg" -q course/$(LESSON).ipynb solutions/$(LESSON)
+	@mutants=$$(mktemp); $(PY) -m tools.mutants $(LESSON) > $$mutants 2>&1 & pid=$$!; \
+	echo "$(PY) -m tools.mutants $(LESSON) (beside the tests)"; \
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -o addopts="-p no:cacheprovider -n 2 --dist loadscope --nbval --nbval-kernel-name course-grader --nbval-sanitize-with tests/sanitize.cfg" \
+		-q course/$(LESSON).ipynb solutions/$(LESSON) $(LESSON_TESTS) -k $(LESSON); tests=$$?; \
+	wait $$pid; status=$$?; cat $$mutants; rm -f $$mutants; [ $$tests -eq 0 ] && [ $$status -eq 0 ]
 
 # A fix mid-term of one lesson's exercise, all of it (docs/instructors.md section 7; under 2 minutes):
 # make fix LESSON=<id> [SUBMISSIONS=DIR-OR-ZIP [ROSTER=CSV] [JOBS=N]] [OUT=RELEASE-FOLDER-OR-ZIP [COLAB=...]]

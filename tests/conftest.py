@@ -25,6 +25,24 @@ ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENTS = course.assignment_ids()
 
 
+def selected(request, param: str) -> set:
+    """The values of `param` among the tests of the requesting module that this run selected: a
+    module-scoped fixture that grades per lesson grades only the lessons of the tests that will use
+    it (`make lesson`'s -k picks one lesson's)."""
+    mine = [item for item in request.session.items if getattr(item, "module", None) is request.module]
+    return {item.callspec.params[param] for item in mine if hasattr(item, "callspec") and param in item.callspec.params}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """A test of one liar (tests/cheats.py LIARS) is a test of its lesson: -k <lesson> selects it
+    (before -k is applied), as it selects the tests whose ids name the lesson."""
+    for item in items:
+        liar = getattr(item, "callspec", None) and item.callspec.params.get("liar")
+        if liar is not None and hasattr(liar, "assignment"):
+            item.extra_keyword_matches.add(liar.assignment)
+
+
 def server_binaries() -> Path | None:
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
     return Path(found[-1]).parent if found else None

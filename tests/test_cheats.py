@@ -16,6 +16,7 @@ import cheats
 import pytest
 from submissions import ROOT, full_score, points
 
+from conftest import selected
 from grader import export, feedback, grade, report, trusted
 from tools import course, source
 
@@ -180,7 +181,7 @@ GPU_ONLY = ("06_file_io", ("test_checkpoint_gpu",))  # the issue's notebook: all
 
 
 @pytest.fixture(scope="module")
-def shadowing(tmp_path_factory):
+def shadowing(tmp_path_factory, request):
     """Per lesson: every answer wrong (cheats.wrong_everywhere), the same with liars bound under
     builtin names, and the model answers with honest names of the builtins'; for lesson 6 also
     the issue's notebook (wrong only on the GPUs' generators) with those liars, or with a test
@@ -188,10 +189,11 @@ def shadowing(tmp_path_factory):
     import nbformat
 
     tmp = tmp_path_factory.mktemp("shadowing")
+    lessons = [lesson for lesson in LESSONS if lesson in selected(request, "lesson")]  # make lesson: one
     root = tmp / "course"
-    course.temporary_course(root, LESSONS)
+    course.temporary_course(root, lessons)
     rows = {}
-    for lesson in LESSONS:
+    for lesson in lessons:
         folder = tmp / lesson
         folder.mkdir()
         wrong = cheats.wrong_everywhere(lesson)
@@ -220,11 +222,11 @@ def test_builtins_bound_by_the_notebook_lift_no_item(shadowing, lesson, item):
     assert (cheat.status, cheat.flags) == ("graded", ""), cheat.flags
 
 
-@pytest.mark.parametrize("name", ["gpu_shadowed", "gpu_helper"])
-def test_the_issues_notebook_earns_nothing_for_its_wrong_item(shadowing, name):
+@pytest.mark.parametrize(("lesson", "name"), [(GPU_ONLY[0], "gpu_shadowed"), (GPU_ONLY[0], "gpu_helper")])
+def test_the_issues_notebook_earns_nothing_for_its_wrong_item(shadowing, lesson, name):
     """All right but the GPUs' generators, with liars under builtin names or a `_call` of its own
     (a helper of lesson 6's first test, used by the later ones): 0 for that item, no flag."""
-    row = shadowing[(GPU_ONLY[0], name)]
+    row = shadowing[(lesson, name)]
     assert row.items[GPU_ONLY[1][0]] == 0 and row.score <= full_score(GPU_ONLY[0]) - 1, (row.items, row.detail)
     assert (row.status, row.flags) == ("graded", ""), row.flags
 

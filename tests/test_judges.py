@@ -22,7 +22,7 @@ import pytest
 import torch
 from submissions import full_score, points
 
-from conftest import ROOT
+from conftest import ROOT, selected
 from grader import export, grade, judges, runner_data
 from tools import cells, course
 
@@ -237,10 +237,12 @@ def test_honest_forms_of_a_value_reach_the_judge_as_that_value():
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    """One class per lesson with a judged item: the solution and its liars."""
+def graded(tmp_path_factory, request):
+    """One class per lesson with a judged item: the solution and its liars (of the lessons whose
+    tests this run selected: `make lesson` grades one)."""
     tmp = tmp_path_factory.mktemp("judged")
-    lessons = sorted({lesson for lesson, _, _ in JUDGED.values()})
+    chosen = selected(request, "lesson") | {liar.assignment for liar in selected(request, "liar")}
+    lessons = sorted({lesson for lesson, _, _ in JUDGED.values()} & chosen)
     root = tmp / "course"
     course.temporary_course(root, lessons)
     rows = {}
