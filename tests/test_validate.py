@@ -160,7 +160,9 @@ def validate_verdicts(paths: list, started: subprocess.Popen) -> dict[str, set[s
     return verdicts
 
 
-FIXTURES = fixtures()
+# The fixtures' names, for the tests' ids (the notebooks are made once, by the fixture below).
+FIXTURES = [f"right{n}" for n in range(len(cells.read_right_answers(A)))]
+FIXTURES += [f"wrong{n}" for n in range(len(cells.read_wrong_answers(A)))]
 
 
 @pytest.fixture(scope="module")
@@ -180,7 +182,7 @@ def verdicts(tmp_path_factory) -> tuple[dict[str, set[str]], dict[str, set[str]]
     nbformat.write(nb, source)
     folder, outside = tmp / "class", tmp / "home"
     folder.mkdir(), outside.mkdir()
-    for name, notebook in FIXTURES.items():
+    for name, notebook in fixtures().items():
         nbformat.write(notebook, folder / f"{name}.ipynb")
     paths = sorted(folder.glob("*.ipynb"))
     halves = [(paths[::2], start_validate(paths[::2], ROOT)), (paths[1::2], start_validate(paths[1::2], outside))]
