@@ -201,7 +201,7 @@ def deletes_globals(source: str) -> bool:
     except SyntaxError:
         return False
     scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-    todo: list[ast.AST] = list(tree.body)
+    todo: list[ast.AST] = [node for node in tree.body if not isinstance(node, scopes)]  # a def's own names are its
     while todo:
         node = todo.pop()
         if isinstance(node, ast.Delete) and any(isinstance(t, ast.Name) for t in node.targets):

@@ -13,7 +13,7 @@ import labserver
 import nbformat
 import pytest
 
-from grader import collect, restore, sandbox
+from grader import collect, restore, sandbox, trusted
 
 pytestmark = pytest.mark.unit
 
@@ -410,3 +410,21 @@ def test_the_monitoring_reset_works_on_this_pythons_own_sys_monitoring():
         with contextlib.suppress(ValueError):  # 3.12+: the profiler's tool id is no longer in use
             profiler.disable()
     assert reset() is False
+
+
+@pytest.mark.parametrize(
+    ("source", "deletes"),
+    [
+        ("del squares\nassert sum_of_squares(3) == 14", True),  # nbgrader's documentation course
+        ("for _x in range(2):\n    del _x", True),
+        ("def _check(n):\n    _tmp = n\n    del _tmp\n    return all([n])\n_check(1)", False),  # a local of its own
+        ("class _T:\n    def f(self):\n        del self.x", False),
+        ("_f = lambda: 1\nassert _f() == 1", False),
+    ],
+)
+def test_only_a_del_of_a_notebook_name_sends_a_test_cell_the_plain_way(source, deletes):
+    """A test cell that deletes a notebook name runs among the notebook's own names (plain nbgrader);
+    a del inside a function the cell defines is that function's business, and the cell keeps the trusted
+    path (a del of a local once sent lesson 5's test_MyLinear_init there, where a notebook's own `all`
+    broke it)."""
+    assert trusted.deletes_globals(source) is deletes

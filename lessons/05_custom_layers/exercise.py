@@ -452,8 +452,7 @@ def _spread(out):
 def _check_init(n, seed):
     torch.manual_seed(seed)
     for shape in ((n, n), (n,)):  # memory freed here, which torch.empty may hand back, holds NaN
-        _stale = torch.full(shape, float("nan"))
-        del _stale
+        torch.full(shape, float("nan")).neg_()  # made and dropped at once: its memory is free again
     layer = MyLinear(n, n)
     assert all(bool(p.isfinite().all()) for p in layer.parameters()), \
         f"MyLinear({n}, {n}) as constructed holds NaN or infinite values: give W and b initial values " \
@@ -592,7 +591,7 @@ assert isinstance(_y, torch.Tensor) and _y.device == _gpu and _y.shape == (3, 2)
 ### BEGIN JUDGE
 def judge():
     """Run by the grader in its own process, never in the kernel (grader/judges.py)."""
-    from grader.judges import Judge, close, layer_run, parameter, tensor
+    from grader.judges import Judge, Rejected, close, layer_run, parameter, tensor
 
     def check(data):
         x = tensor(data["x"], "the input")
@@ -601,8 +600,20 @@ def judge():
         want = [[sum(weight[i][j][k] * row[i] * row[j] for i in n for j in n) for k in range(2)] for row in x]
         close(tensor(data["y"], "TensorReduction(3, 2)(x)"), want,
               "TensorReduction(3, 2)(x), sum_ij W[i,j,k] x[i] x[j],")
+        first, second = data["after_seeds"]
+        if type(first) is not float or first == second:
+            raise Rejected("building a TensorReduction restarts torch's random numbers: set no seed in __init__")
 
-    return Judge("TensorReduction", layer_run(23, "TensorReduction(3, 2)", batch=4, features=3), check)
+    # after two seeds, a layer built, then one draw: equal draws mean __init__ reseeded the generator
+    after_seeds = """\
+judged["after_seeds"] = []
+for _jseed in (45, 46):
+    torch.manual_seed(_jseed)
+    TensorReduction(3, 2)
+    judged["after_seeds"].append(torch.rand(1).item())
+"""
+    collect = layer_run(23, "TensorReduction(3, 2)", batch=4, features=3) + after_seeds
+    return Judge("TensorReduction", collect, check)
 ### END JUDGE
 _after = []
 for _seed in (45, 46):
