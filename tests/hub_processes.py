@@ -71,13 +71,15 @@ def make_hub(port: int, env: dict, log) -> subprocess.Popen:
 
 def stop_hub(server: subprocess.Popen, processes: list[psutil.Process]) -> list[str]:
     """Stop `make hub` and everything below it (added to `processes`): what was still alive after
-    a minute's grace, killed then."""
+    three minutes' grace, killed then. JupyterHub stops its managed services one after another, each
+    with its interrupt, terminate and kill waits; with the whole suite beside it on two cores, the
+    Formgrader service's stop has taken over a minute (two CI runs), a minute alone on a quiet one."""
     processes += started_by(server)
     try:
         os.killpg(server.pid, signal.SIGTERM)
     except ProcessLookupError:
         pass  # `make hub` failed and its group is gone: the test's own error says why
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180
     while alive(processes) and time.monotonic() < deadline:
         time.sleep(0.5)
     left = alive(processes)
