@@ -277,11 +277,18 @@ def test_solution_runs_alone_with_only_colabs_packages(fresh_python, tmp_path, a
     specs = KernelSpecManager(
         kernel_dirs=[str(fresh_python / "share" / "jupyter" / "kernels")], ensure_native_kernel=False
     )
-    manager = KernelManager(kernel_spec_manager=specs, kernel_name="colab-like")
-    client = NotebookClient(
-        nb, km=manager, timeout=120, allow_errors=True, resources={"metadata": {"path": str(folder)}}
-    )
-    client.execute(env=env)
+    for attempt in (1, 2):  # a kernel that dies before it answers is started once more, as the grader does:
+        # with the suite's workers starting kernels side by side, one fresh start in a run has died so
+        manager = KernelManager(kernel_spec_manager=specs, kernel_name="colab-like")
+        client = NotebookClient(
+            nb, km=manager, timeout=120, allow_errors=True, resources={"metadata": {"path": str(folder)}}
+        )
+        try:
+            client.execute(env=env)
+            break
+        except RuntimeError as error:
+            if attempt == 2 or "before replying to kernel_info" not in str(error):
+                raise
 
     failures = []
     for cell in nb.cells:
