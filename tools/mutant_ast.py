@@ -122,3 +122,8 @@ def _set_item(field: str, make: Callable[[list[ast.stmt]], None]) -> Change:
         make(getattr(owner, field))
 
     return change
+
+
+def _docstring(stmt: ast.AST) -> bool:
+    """Whether a statement is a string on its own (a docstring): no operator mutates it."""
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)

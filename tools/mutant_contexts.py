@@ -28,7 +28,7 @@ import ast
 import builtins
 from collections.abc import Callable, Iterator
 
-from tools.mutant_ast import Cell, Change, Site, _call, _method, _name, _set_item, _where
+from tools.mutant_ast import Cell, Change, Site, _call, _docstring, _method, _name, _set_item, _where
 
 GRAD_CONTEXTS = {"no_grad", "enable_grad", "inference_mode", "set_grad_enabled"}
 RANDOM_FACTORIES = {"randn": "zeros", "rand": "zeros"}
@@ -99,10 +99,6 @@ def op_forward(cell: Cell) -> Iterator[Site]:
 def _first_inside(cell: Cell, function: ast.FunctionDef) -> int | None:
     """The index of the body's first statement between the solution markers (the student's first line)."""
     return next((k for k, stmt in enumerate(function.body) if cell.inside(stmt) and not _docstring(stmt)), None)
-
-
-def _docstring(stmt: ast.stmt) -> bool:
-    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
 
 
 def _insert(k: int, make: Callable[[], list[ast.stmt]]) -> Change:

@@ -45,6 +45,7 @@ from tools.mutant_ast import (
     Mutant,
     Site,
     _call,
+    _docstring,
     _method,
     _name,
     _set_item,
@@ -80,10 +81,6 @@ def op_swap(cell: Cell) -> Iterator[Site]:
 
 
 PLAIN = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Pass, ast.Import, ast.ImportFrom, ast.Global)
-
-
-def _docstring(stmt: ast.AST) -> bool:
-    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
 
 
 def _wrap(k: int) -> Callable[[list[ast.stmt]], None]:
