@@ -13,7 +13,7 @@ from .cluster import ClusterUnusable, parse_resources
 from .feedback import NoGrades, generate
 from .lms import main as lms_main
 from .report import report as make_report
-from .settings import BadSetting, course_cell_timeout
+from .settings import COURSE_LIMIT, BadSetting
 
 ROOT_HELP = "the course folder, with its own nbgrader_config.py (default: the current folder)"
 
@@ -191,19 +191,13 @@ def _grade(args) -> int:
         except ValueError as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
-    config = course.load_config(args.root)
     # --timeout, else the course's limit as nbgrader reads it; 0, a negative value or a course's
     # None: no limit per cell (the notebook's limit, --notebook-timeout, still stops it).
-    try:
-        timeout = course_cell_timeout(config) if args.timeout is None else (args.timeout if args.timeout > 0 else None)
-    except BadSetting as error:
-        print(f"error: {error}; nothing was graded", file=sys.stderr)
-        return 2
     options = grade.Options(
         args.assignment,
         args.submissions,
         jobs=args.jobs,
-        cell_timeout=timeout,
+        cell_timeout=COURSE_LIMIT if args.timeout is None else (args.timeout if args.timeout > 0 else None),
         notebook_timeout=args.notebook_timeout,
         sandbox=not args.no_sandbox,
         memory_mb=args.memory,
@@ -213,10 +207,16 @@ def _grade(args) -> int:
         resources=resources,
     )
     try:
-        rows = grade.run(options)
+        run = grade.resolve(options)  # the one value the run reads from here on
+    except BadSetting as error:
+        print(f"error: {error}; nothing was graded", file=sys.stderr)
+        return 2
+    try:
+        rows = grade.run(run)
     except ClusterUnusable as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    config = run.config
     out = args.out or course.course_root(config) / "grades" / f"{args.assignment}.csv"
     for row in rows:
         if row.student_id in getattr(args, "canvas_notes", {}):

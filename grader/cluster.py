@@ -5,15 +5,17 @@ to a worker of a running `dask scheduler` (or of a LocalCluster for
 `--scheduler local`), and alone writes the gradebook and the CSV. A task:
 
 - keeps, per worker and assignment, a private scratch course built from the
-  course files the client sent (config, source and released notebook), with a
-  gradebook of its own that nothing else reads;
+  course files the client sent (config, source and released notebook) and the
+  run's settings as the client resolved them (settings.Run), with a gradebook of
+  its own that nothing else reads;
 - grades the one submission (every notebook of the assignment, with the files handed in
   beside them) there with the course's engine (pipeline.py), so
   the student's code runs in the bubblewrap sandbox a kernel start creates,
   never in the worker process itself;
-- returns the autograded notebooks. The client stores them in its own
-  autograded/ folder and records the scores with nbgrader's own SaveAutoGrades
-  step, exactly as a local autograde does.
+- returns the autograded folder: the notebooks and every other file nbgrader
+  left there (the hand-in's files, what the notebook wrote). The client stores
+  them in its own autograded/ folder and records the scores with nbgrader's own
+  SaveAutoGrades step, exactly as a local autograde does.
 
 A worker that dies mid-task (its nanny starts a new one) does not lose the
 student: the scheduler runs the task again elsewhere (Dask's
@@ -39,7 +41,7 @@ from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import SaveAutoGrades
 
-from . import course, parallel, pipeline, settings
+from . import course, parallel, settings
 from .uids import claim_uid
 
 RETRIES = 2
@@ -75,8 +77,10 @@ def _worker_folder() -> str | None:
         return None
 
 
-def _scratch_api(files: dict[str, bytes], assignment: str, options):
-    """This worker's private course for `assignment`, made once per set of course files."""
+def _scratch_api(files: dict[str, bytes], run: settings.Run):
+    """This worker's private course for the run's assignment, made once per set of course files:
+    the run's config (read once, on the client) with this worker's folders and sandbox user."""
+    assignment = run.assignment
 
     key = hashlib.sha256(b"".join(files[name] for name in sorted(files))).hexdigest()[:16]
     cached = _worker_state.get(("course", assignment))
@@ -93,24 +97,22 @@ def _scratch_api(files: dict[str, bytes], assignment: str, options):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_bytes(data)
     settings.quiet_nbgrader()
-    config = course.load_config(root)
-    config.CourseDirectory.root = str(root)
-    config.CourseDirectory.db_url = f"sqlite:///{root / 'gradebook.db'}"
-    config.Exchange.root = str(root / ".exchange")
-    pipeline.use_safe_autograde(config, trusted=not options.sandbox)
     # A sandbox uid no other grading process on this machine uses (a local grading run,
     # Formgrader, another worker), held while this worker lives.
-    settings.configure_execution(config, options, uid=claim_uid())
+    config = settings.worker_config(run, claim_uid(), root=str(root), db_url=f"sqlite:///{root / 'gradebook.db'}")
+    config.Exchange.root = str(root / ".exchange")
     api = course.api(config)
     course.register(api, assignment)
     _worker_state[("course", assignment)] = (key, api)
     return api
 
 
-def grade_one(files: dict[str, bytes], assignment: str, grader_id: str, submission: dict[str, bytes], options):
-    """Run on a Dask worker: grade one submission (its folder's files, by name); returns (ok,
-    message, {notebook: autograded notebook JSON} or None)."""
-    api = _scratch_api(files, assignment, options)
+def grade_one(files: dict[str, bytes], run: settings.Run, grader_id: str, submission: dict[str, bytes]):
+    """Run on a Dask worker: grade one submission (its hand-in's files, by path in the hand-in);
+    returns (ok, message, {path in autograded/: its bytes} or None: the notebooks nbgrader graded
+    and every other file it left there, the hand-in's and what the notebook wrote, as on a local run)."""
+    api = _scratch_api(files, run)
+    assignment = run.assignment
     root = Path(api.coursedir.root)
     folders = [
         root / api.coursedir.submitted_directory / grader_id,
@@ -119,26 +121,38 @@ def grade_one(files: dict[str, bytes], assignment: str, grader_id: str, submissi
     target = folders[0] / assignment
     target.mkdir(parents=True, exist_ok=True)
     for name, data in submission.items():
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
         (target / name).write_bytes(data)
     try:
         result = api.autograde(assignment, grader_id, force=True, create=True)
-        graded = {
-            path.stem: path.read_text(encoding="utf-8") for path in sorted((folders[1] / assignment).glob("*.ipynb"))
-        }
+        graded = hand_in_files(folders[1] / assignment) if (folders[1] / assignment).is_dir() else {}
+        if not any(name.endswith(".ipynb") and "/" not in name for name in graded):
+            graded = {}  # no notebook graded: nothing to record
         return bool(result["success"]), settings.failure_cause(result, assignment, grader_id), graded or None
     finally:
         for folder in folders:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def grade_task(files: dict[str, bytes], options, handed_in: tuple[str, dict[str, bytes]]):
-    """A cluster task (parallel.run_each's call): grade_one for a (grader_id, {file name: bytes}) pair."""
+def grade_task(files: dict[str, bytes], run: settings.Run, handed_in: tuple[str, dict[str, bytes]]):
+    """A cluster task (parallel.run_each's call): grade_one for a (grader_id, {file path: bytes}) pair."""
     grader_id, submission = handed_in
-    return grade_one(files, options.assignment, grader_id, submission, options)
+    return grade_one(files, run, grader_id, submission)
 
 
-def record(config, assignment: str, grader_id: str, graded: dict[str, str]) -> None:
-    """Store a worker's autograded notebooks in the client's course and gradebook (nbgrader's SaveAutoGrades)."""
+def hand_in_files(folder: Path) -> dict[str, bytes]:
+    """Every file of a submitted folder by its path in it (sub-folders too: a data folder, a
+    package), as grade.prepare put them there; links were never copied in."""
+    return {
+        path.relative_to(folder).as_posix(): path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and not path.is_symlink()
+    }
+
+
+def record(config, assignment: str, grader_id: str, graded: dict[str, bytes]) -> None:
+    """Store a worker's autograded folder in the client's course: its files as they are, its
+    notebooks' grades in the gradebook (nbgrader's SaveAutoGrades)."""
 
     coursedir = CourseDirectory(config=config)
     folder = Path(coursedir.format_path(coursedir.autograded_directory, grader_id, assignment))
@@ -146,9 +160,16 @@ def record(config, assignment: str, grader_id: str, graded: dict[str, str]) -> N
     with Gradebook(coursedir.db_url, coursedir.course_id) as gradebook:
         gradebook.update_or_create_student(grader_id)
         gradebook.update_or_create_submission(assignment, grader_id)
-    for notebook, text in graded.items():
-        nb = nbformat.reads(text, as_version=4)
-        nbformat.write(nb, folder / f"{notebook}.ipynb")
+    for name, data in graded.items():
+        target = (folder / name).resolve()
+        if not target.is_relative_to(folder.resolve()):
+            continue  # never outside the student's folder (hand_in_files gives relative paths)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        if "/" in name or not name.endswith(".ipynb"):
+            continue
+        notebook = name.removesuffix(".ipynb")
+        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
         resources = {
             "nbgrader": {
                 "assignment": assignment,
@@ -215,9 +236,10 @@ def _check_workers(client, resources: dict[str, float] | None) -> None:
             )
 
 
-def run_tasks(options, config, tasks: list[tuple[str, Path]]):
+def run_tasks(run: settings.Run, tasks: list[tuple[str, Path]]):
     """Grade (grader_id, submitted folder) pairs on the cluster; yields (grader_id, ok, message) as they finish.
     The same loop as local grading (parallel.py), on the client's executor."""
+    options, config = run.options, run.config
     files = course_files(config, options.assignment)
     client, cluster = connect(options.scheduler, options.jobs, options.resources)
     try:
@@ -227,11 +249,8 @@ def run_tasks(options, config, tasks: list[tuple[str, Path]]):
             raise ClusterUnusable(f"the Dask scheduler at {options.scheduler} has no workers") from error
         # pure=False: a key of its own for each task of each run, on a scheduler other runs may share.
         executor = client.get_executor(retries=RETRIES, pure=False, resources=options.resources)
-        call = functools.partial(grade_task, files, replace(options, scheduler=None))
-        handed_in = [
-            (grader_id, {path.name: path.read_bytes() for path in sorted(folder.iterdir()) if path.is_file()})
-            for grader_id, folder in tasks
-        ]
+        call = functools.partial(grade_task, files, replace(run, options=replace(options, scheduler=None)))
+        handed_in = [(grader_id, hand_in_files(folder)) for grader_id, folder in tasks]
         for (grader_id, _), value, reason in parallel.run_each(executor, call, handed_in):
             if value is None:  # the task failed on every try, or its workers kept dying
                 yield grader_id, False, f"grading failed on the cluster: {reason}"

@@ -79,14 +79,17 @@ nbgrader_api.get_alembic_version = gradebook_schema_head
 nbgrader_api.create_engine = gradebook_engine
 
 
-def load_config(root: Path | None = None) -> Config:
-    """The nbgrader config of the course at `root` (default: the current folder)."""
+def load_config(root: Path | None = None, db_url: str | None = None) -> Config:
+    """The nbgrader config of the course at `root` (default: the current folder), with `db_url`
+    as its gradebook where one is given."""
     root = Path(root or os.getcwd()).resolve()
     if not (root / CONFIG_FILE).exists():
         raise FileNotFoundError(f"{root} is not an nbgrader course: it has no {CONFIG_FILE}")
     config = PyFileConfigLoader(CONFIG_FILE, path=str(root)).load_config()
     if "root" not in config.CourseDirectory:
         config.CourseDirectory.root = str(root)
+    if db_url:
+        config.CourseDirectory.db_url = db_url
     return config
 
 

@@ -27,7 +27,7 @@ from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.preprocessors import GetGrades, NbGraderPreprocessor
 
-from . import course, settings
+from . import course
 from .trusted import hidden_lines, scrub
 
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[^\n]*\n?", re.S | re.M)
@@ -253,7 +253,7 @@ def graded_submissions(db_url: str, assignment: str) -> int:
 
 def generate(assignment: str, db_url: str | None = None, root: Path | None = None) -> list[Path]:
     """Feedback pages of every graded student of `assignment`; NoGrades when the gradebook has none."""
-    config = settings.course_config(settings.Options(assignment, Path("."), db_url=db_url, root=root))
+    config = course.load_config(root, db_url)
     config.GenerateFeedback.preprocessors = feedback_steps()
     api = course.api(config)
     if not graded_submissions(api.coursedir.db_url, assignment):

@@ -33,13 +33,14 @@ import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
 
-from . import cluster, collect, course, parallel, pipeline, template
+from . import cluster, collect, course, parallel, template
 from .settings import (  # noqa: F401 (re-exported: the grading run's options and set-up)
     Options,
-    configure_execution,
-    course_config,
+    Run,
     failure_cause,
     quiet_nbgrader,
+    resolve,
+    worker_config,
 )
 from .uids import claim_uid
 
@@ -88,7 +89,7 @@ def _shared_template() -> str | None:
     return shared.folder
 
 
-def _worker(run_id: str, options: Options, shared_template: str | None):
+def _worker(run_id: str, run: Run, shared_template: str | None):
     """This worker's nbgrader API for the run `run_id`; its kernels run as a sandbox user of its own."""
     global _worker_api
     if _worker_api is not None and _worker_api[0] == run_id:
@@ -96,12 +97,7 @@ def _worker(run_id: str, options: Options, shared_template: str | None):
     if shared_template:
         template.adopt(shared_template)
     quiet_nbgrader()
-    config = course_config(options)
-    # The course's own engine, as nbgrader's CLI and Formgrader run it; --no-sandbox
-    # is the explicit statement that this class's code is trusted.
-    pipeline.use_safe_autograde(config, trusted=not options.sandbox)
-    configure_execution(config, options, uid=claim_uid())
-    api = course.api(config)
+    api = course.api(worker_config(run, uid=claim_uid()))
     # nbgrader logs a false "checksum has changed" for every cell with hidden tests (a warning;
     # tampering is reported by restore.py instead); its errors stay, to name a failure's cause.
     api.log.setLevel(logging.ERROR)
@@ -115,11 +111,11 @@ NOT_GRADED = "not graded"
 STOP_AFTER = 3
 
 
-def _autograde(run_id: str, options: Options, shared_template: str | None, grader_id: str) -> tuple[bool, str]:
+def _autograde(run_id: str, run: Run, shared_template: str | None, grader_id: str) -> tuple[bool, str]:
     """Run in a worker: grade one submission of the run; (whether nbgrader graded it, why not)."""
-    api = _worker(run_id, options, shared_template)
-    result = api.autograde(options.assignment, grader_id, force=True, create=True)
-    return bool(result["success"]), traceback_cause(result, failure_cause(result, options.assignment, grader_id))
+    api = _worker(run_id, run, shared_template)
+    result = api.autograde(run.assignment, grader_id, force=True, create=True)
+    return bool(result["success"]), traceback_cause(result, failure_cause(result, run.assignment, grader_id))
 
 
 # nbgrader's last word on an error it logged above: never a cause.
@@ -188,21 +184,22 @@ def cell_errors(nb) -> dict[str, str]:
 
 
 # -- the whole class ----------------------------------------------------------------
-def prepare(options: Options, submissions: list[collect.Submission], config=None, registered: bool = False) -> None:
+def prepare(run: Run | Options, submissions: list[collect.Submission], registered: bool = False) -> None:
     """Register the assignment, then put each handed-in file, as it is, where nbgrader reads it:
     reading, repairing and running it is the engine's work (pipeline.py), the same on every path."""
-    api = course.api(config if config is not None else course_config(options))
+    run = resolve(run)
+    api = course.api(run.config)
     if not registered:
-        course.register(api, options.assignment)
+        course.register(api, run.assignment)
     root = Path(api.coursedir.root)
     for submission in submissions:
         for folder in (api.coursedir.submitted_directory, api.coursedir.autograded_directory):
-            shutil.rmtree(root / folder / submission.grader_id / options.assignment, ignore_errors=True)
+            shutil.rmtree(root / folder / submission.grader_id / run.assignment, ignore_errors=True)
         if submission.source is None:
             continue
-        target = root / api.coursedir.submitted_directory / submission.grader_id / options.assignment
+        target = root / api.coursedir.submitted_directory / submission.grader_id / run.assignment
         target.mkdir(parents=True, exist_ok=True)
-        for name, source in (submission.sources or {options.assignment: submission.source}).items():
+        for name, source in (submission.sources or {run.assignment: submission.source}).items():
             shutil.copyfile(source, target / f"{name}.ipynb")
         if submission.folder is not None:
             copy_handed_in(submission.folder, target, api.coursedir.ignore)
@@ -239,17 +236,19 @@ def _progress(done: int, total: int, started: float) -> None:
     sys.stderr.flush()
 
 
-def run(options: Options) -> list[Row]:
+def run(settings: Run | Options) -> list[Row]:
+    """Grade the class `settings` names (Options are resolved here, once); a row a student."""
     quiet_nbgrader()
+    run = resolve(settings)
+    options, config = run.options, run.config
     context = parallel.worker_context(WORKER_PRELOAD)
     # Both import in the background while the class is collected.
     templated = options.jobs > 1 and not options.scheduler and _start_early(options, context)
-    config = course_config(options)  # read once for the run
     coursedir = CourseDirectory(config=config)
     course.register(course.api(config), options.assignment)
     notebooks = notebook_names(config, options.assignment)
     submissions = collect.collect(options.submissions, options.assignment, notebooks)
-    prepare(options, submissions, config, registered=True)
+    prepare(run, submissions, registered=True)
     to_grade = [s.grader_id for s in submissions if s.source is not None]
     outcome: dict[str, tuple[bool, str]] = {}
     started = time.monotonic()
@@ -259,10 +258,10 @@ def run(options: Options) -> list[Row]:
     if options.scheduler and to_grade:
         a = options.assignment
         submitted = [(gid, Path(coursedir.format_path(coursedir.submitted_directory, gid, a))) for gid in to_grade]
-        results = cluster.run_tasks(options, config, submitted)
+        results = cluster.run_tasks(run, submitted)
     else:
         shared = _shared_template() if templated else None
-        call = functools.partial(_autograde, uuid.uuid4().hex, options, shared)
+        call = functools.partial(_autograde, uuid.uuid4().hex, run, shared)
         each = parallel.run_each(parallel.local_executor(jobs, context), call, to_grade, parallel.one_worker(context))
         results = ((gid, *value) if value else (gid, False, reason) for gid, value, reason in each)
     stopped = False
@@ -291,7 +290,7 @@ def run(options: Options) -> list[Row]:
             shutil.rmtree(
                 coursedir.format_path(coursedir.autograded_directory, grader_id, options.assignment), ignore_errors=True
             )
-    return rows(options, submissions, outcome, config)
+    return rows(run, submissions, outcome)
 
 
 def autograded_cells(assignment) -> list[tuple[str, str, float]]:
@@ -318,11 +317,14 @@ def keyed_cells(assignment) -> list[tuple[str, str, str, float]]:
     return [(key, *cell) for key, cell in zip(item_keys(cells), cells, strict=True)]
 
 
-def rows(options: Options, submissions, outcome, config=None) -> list[Row]:
-    config = config if config is not None else course_config(options)
+def rows(settings: Run | Options, submissions, outcome) -> list[Row]:
+    """A row a submission: `outcome` ({grader id: (graded, why not)}), the gradebook's grades and
+    the engine's notes."""
+    run = resolve(settings)
+    assignment_name, config = run.assignment, run.config
     result = []
     with Gradebook(course.db_url(config)) as gradebook:
-        assignment = gradebook.find_assignment(options.assignment)
+        assignment = gradebook.find_assignment(assignment_name)
         cells = keyed_cells(assignment)
         tests = [(key, points) for key, _, _, points in cells]
         max_auto = sum(points for _, points in tests)
@@ -330,7 +332,7 @@ def rows(options: Options, submissions, outcome, config=None) -> list[Row]:
             row = Row(submission.student, max_score=max_auto, grader_id=submission.grader_id)
             details = list(submission.notes)
             engine = (
-                None if submission.source is None else graded_metadata(config, options.assignment, submission.grader_id)
+                None if submission.source is None else graded_metadata(config, assignment_name, submission.grader_id)
             )
             if submission.source is None:
                 row.status = "invalid"
@@ -342,7 +344,7 @@ def rows(options: Options, submissions, outcome, config=None) -> list[Row]:
                 ok, message = outcome.get(submission.grader_id, (engine is not None, "not autograded"))
                 details += [p for p in (engine or {}).get("problems", []) if p not in details]
                 try:
-                    graded = gradebook.find_submission(options.assignment, submission.grader_id)
+                    graded = gradebook.find_submission(assignment_name, submission.grader_id)
                 except MissingEntry:
                     graded = None
                 if not ok or graded is None:
@@ -351,7 +353,7 @@ def rows(options: Options, submissions, outcome, config=None) -> list[Row]:
                     details.insert(0, message if not ok else "nbgrader kept no grades for it")
                 else:
                     for key, notebook, name, _ in cells:
-                        grade = gradebook.find_grade(name, notebook, options.assignment, submission.grader_id)
+                        grade = gradebook.find_grade(name, notebook, assignment_name, submission.grader_id)
                         row.items[key] = grade.score
                     row.score = sum(row.items.values())
                     row.needs_manual = course.points_to_grade_by_hand(graded)

@@ -8,12 +8,12 @@ from pathlib import Path
 from nbgrader.api import Gradebook
 
 from . import course
-from .grade import Options, course_config, graded_metadata, keyed_cells
+from .grade import graded_metadata, keyed_cells
 
 
 def collect_scores(assignment: str, db_url: str | None = None, root: Path | None = None):
 
-    config = course_config(Options(assignment, Path("."), db_url=db_url, root=root))
+    config = course.load_config(root, db_url)
     with Gradebook(course.db_url(config)) as gradebook:
         found = gradebook.find_assignment(assignment)
         cells = keyed_cells(found)  # the CSV's keys: <notebook>:<cell> where notebooks share a name

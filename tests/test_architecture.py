@@ -51,11 +51,11 @@ LAYERS = {
         "test_path",
         "judges",
         "course",
-        "settings",
         "parallel",
     },  # run these notebooks
     "adapters": {
         "pipeline",
+        "settings",
         "feedback",
         "grade",
         "cluster",

@@ -121,7 +121,8 @@ def test_root_grades_the_course_there_with_its_own_config_and_leaves_tracked_fil
     run = grade.run
     monkeypatch.setattr(grade, "run", lambda options: used.append(options) or run(options))
     assert main(["grade", A, "--submissions", str(folder), "--root", str(root), "--no-sandbox"]) == 0
-    assert used[0].cell_timeout == 17, "the other course's per-cell limit is the default"
+    assert used[0].options.cell_timeout == 17, "the other course's per-cell limit is the default"
+    assert used[0].config.GuardedExecute.timeout == 17, "the run's config carries the limit it resolved"
     assert (root / "grades" / f"{A}.csv").exists() and (root / "gradebook.db").exists()
     from nbgrader.api import Gradebook
 

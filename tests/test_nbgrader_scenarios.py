@@ -88,11 +88,11 @@ def run_plain(plain: Path) -> None:
     grader_cases.nbgrader(plain, "autograde", A)
 
 
-def run_grader(ours: Path, downloads: Path, tmp_path: Path) -> dict[str, dict]:
-    out = tmp_path / "grades.csv"
+def run_grader(ours: Path, downloads: Path, tmp_path: Path, *extra: str) -> dict[str, dict]:
+    out = tmp_path / f"grades{'-'.join(extra)}.csv"
     done = subprocess.run(
         [sys.executable, "-m", "grader", "grade", A, "--submissions", str(downloads), "--root", str(ours),
-         "--jobs", "2", "--out", str(out)],
+         "--jobs", "2", "--out", str(out), *extra],
         cwd=tmp_path, env=grader_cases.cli_env(), capture_output=True, text=True,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
@@ -100,12 +100,40 @@ def run_grader(ours: Path, downloads: Path, tmp_path: Path) -> dict[str, dict]:
         return {row["student_id"]: row for row in csv.DictReader(handle)}
 
 
-def grade_both(ours: Path, plain: Path, downloads: Path, tmp_path: Path) -> dict[str, dict]:
-    """Plain nbgrader and the grader, side by side (each mostly waits on its kernels)."""
-    with ThreadPoolExecutor(2) as pool:
-        done = pool.submit(run_plain, plain)
+# Formgrader's Autograde button runs nbgrader's autograde with the course's config, which names
+# the grader's engine (docs/hub.md): the same command here, on a copy of plain nbgrader's course.
+FORMGRADER_CONFIG = "\nfrom grader.pipeline import use_safe_autograde\nuse_safe_autograde(c)\n"
+
+
+def grade_both(ours: Path, plain: Path, downloads: Path, tmp_path: Path, other_paths: bool = False):
+    """Plain nbgrader and the grader, side by side (each mostly waits on its kernels). With
+    `other_paths`, also Formgrader's path (nbgrader autograde with the course's engine, in a copy of
+    plain's course: tmp_path/formgrader) and the Dask path (`--scheduler local`, in a copy of the
+    grader's course: tmp_path/dask), each checked against plain nbgrader as the CLI is."""
+    if other_paths:
+        shutil.copytree(plain, tmp_path / "formgrader")
+        with open(tmp_path / "formgrader" / "nbgrader_config.py", "a", encoding="utf-8") as config:
+            config.write(FORMGRADER_CONFIG)
+        shutil.copytree(ours, tmp_path / "dask")
+    with ThreadPoolExecutor(3) as pool:
+        done = [pool.submit(run_plain, plain)]
+        if other_paths:
+            done.append(pool.submit(run_plain, tmp_path / "formgrader"))
+            on_dask = pool.submit(run_grader, tmp_path / "dask", downloads, tmp_path, "--scheduler", "local")
         rows = run_grader(ours, downloads, tmp_path)
-        done.result()
+        for each in done:
+            each.result()
+    if other_paths:
+        dask_rows = on_dask.result()
+        assert cell_scores(tmp_path / "formgrader") == cell_scores(plain), "Formgrader's path"
+        assert cell_scores(tmp_path / "dask") == cell_scores(plain), "the Dask path"
+        assert {s: (r["score"], r["status"]) for s, r in dask_rows.items()} == {
+            s: (r["score"], r["status"]) for s, r in rows.items()
+        }, "the Dask path's rows"
+        for student in cell_scores(plain):
+            expected = autograded_files(plain, student)
+            assert autograded_files(tmp_path / "formgrader", student) == expected, ("Formgrader's path", student)
+            assert autograded_files(tmp_path / "dask", student) == expected, ("the Dask path", student)
     return rows
 
 
@@ -168,7 +196,7 @@ def test_cheat_attempts_under_no_time_limit_and_files_handed_in_with_exclude_ove
             "eggs": {"p1.ipynb": "submitted-cheat-attempt-alternative.ipynb"},
         },
     )  # fmt: skip
-    rows = grade_both(ours, plain, downloads, tmp_path)
+    rows = grade_both(ours, plain, downloads, tmp_path, other_paths=True)
     assert {s: float(r["score"]) for s, r in rows.items()} == {"foo": 1, "bar": 2, "spam": 1, "eggs": 1}
     check_same(ours, plain, rows, flagged={s for s, r in rows.items() if r["status"] == "flagged"})
     # Points still to grade by hand, one definition: what neither nbgrader scored nor anyone marked
@@ -206,7 +234,7 @@ def test_files_read_written_and_nbgrader_execution_in_one_assignment(tmp_path):
         {},
         {"foo": {**{f"{n}.ipynb": f for n, f in notebooks.items()}, "data.txt": data}},
     )
-    rows = grade_both(ours, plain, downloads, tmp_path)
+    rows = grade_both(ours, plain, downloads, tmp_path, other_paths=True)
     assert float(rows["foo"]["score"]) == 10, rows["foo"]
     assert autograded_files(ours, "foo")["side-effect.txt"] == "a side effect"
     check_same(ours, plain, rows)
