@@ -23,7 +23,10 @@
 # exist yet. A custom layer is just an `nn.Module`: an `__init__` that creates
 # whatever state the layer owns, and a `forward` that computes the output. This
 # lesson builds layers with and without parameters, shows a mistake that
-# silently stops learning, and checks a layer's gradients numerically.
+# silently stops learning, and checks a layer's gradients numerically. It also
+# writes layers the way torch's own are written: initialized by a
+# `reset_parameters()` method (so they can be built on the `meta` device),
+# with constants kept as buffers and constraints kept by parametrizations.
 
 # %%
 import warnings
@@ -319,6 +322,81 @@ class MyLinear(nn.Module):
 print(nn.Sequential(MyLinear(64, 8), CenteredLayer(), MyLinear(8, 1)))
 
 # %% [markdown]
+# ## Initialization that can run again: `torch.empty` and `reset_parameters()`
+#
+# `MyLinear` draws its weight in `__init__`. An ordinary build is fine with
+# that, but lesson 3's recipe for big models is not: build on the `meta`
+# device (shapes, no memory, nothing drawn), allocate with
+# `to_empty(device=...)` (real memory, undefined contents), then let every
+# module that has a `reset_parameters()` fill its own tensors. `MyLinear` has
+# no such method, so the loop passes it by and its weight keeps whatever the
+# memory held; `torch.nn.utils.skip_init`, which does the first two steps for
+# one module, refuses it outright because its `__init__` takes no `device=`.
+#
+# Torch's own layers follow a convention that makes the recipe work, and a
+# custom layer can follow it too:
+#
+# - `__init__` takes `device=None, dtype=None` and creates each parameter with
+#   `torch.empty(..., device=device, dtype=dtype)`: a shape and a place, no
+#   values yet;
+# - a public `reset_parameters()` fills every one of them in place (the
+#   `nn.init` functions do that without recording anything for autograd), and
+#   `__init__` ends by calling it.
+#
+# The rule then lives in one method: an ordinary build, the meta recipe and a
+# later re-initialization all run the same code. On `meta`, drawing in place
+# is allowed and does nothing, so `__init__` may call it there too.
+
+# %%
+class ResetLinear(nn.Module):
+    def __init__(self, in_units, units, device=None, dtype=None):
+        super().__init__()
+        self.in_units, self.units = in_units, units
+        self.weight = nn.Parameter(torch.empty(in_units, units, device=device, dtype=dtype))
+        self.bias = nn.Parameter(torch.empty(units, device=device, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        nn.init.normal_(self.weight, std=self.in_units**-0.5)  # randn / sqrt(in_units), drawn in place
+        nn.init.zeros_(self.bias)
+
+    def forward(self, X):
+        return F.relu(X @ self.weight + self.bias)
+
+    def extra_repr(self):
+        return f"in_units={self.in_units}, units={self.units}"
+
+
+def reset_all(model):
+    """Lesson 3's loop: every module that has a reset_parameters() runs it."""
+    for module in model.modules():
+        if hasattr(module, "reset_parameters"):
+            module.reset_parameters()
+
+# %% [markdown]
+# With one seed, the meta recipe now gives exactly the numbers of an ordinary
+# build, `dtype=` builds the layer in double precision directly, and
+# `skip_init` accepts it.
+
+# %%
+torch.manual_seed(5)
+ordinary = nn.Sequential(ResetLinear(64, 8), ResetLinear(8, 1))
+with torch.device("meta"):
+    lean = nn.Sequential(ResetLinear(64, 8), ResetLinear(8, 1))   # nothing drawn, no memory
+lean = lean.to_empty(device="cpu")
+torch.manual_seed(5)
+reset_all(lean)
+print("meta, to_empty, reset_parameters: the ordinary build's numbers:",
+      all(torch.equal(a, b) for a, b in zip(lean.state_dict().values(), ordinary.state_dict().values())))
+print("built in float64:", ResetLinear(4, 3, dtype=torch.float64).weight.dtype)
+print("skip_init builds it:", nn.utils.skip_init(ResetLinear, 4, 3))
+print("the loop would find a reset_parameters() in MyLinear:", hasattr(MyLinear(4, 3), "reset_parameters"))
+try:
+    nn.utils.skip_init(MyLinear, 4, 3)
+except RuntimeError as error:
+    print("skip_init(MyLinear): RuntimeError:", error)
+
+# %% [markdown]
 # ## Checking gradients numerically
 #
 # Autograd computes exact gradients of whatever `forward` did, which is not
@@ -478,6 +556,166 @@ class Ramp(nn.Module):
 print("float16 input, Ramp output:", Ramp()(torch.ones(2, 4, dtype=torch.float16)).dtype)
 
 # %% [markdown]
+# ## Constants a layer keeps: non-persistent buffers
+#
+# `RunningSumFixed` builds its triangle of ones again at every call: a new
+# allocation and a fill per forward pass, for a matrix that never changes.
+# When the width is known as the layer is built, build the matrix once and
+# keep it as a **buffer**: a tensor registered on the module with
+# `self.register_buffer(name, tensor)` that is not a parameter (no gradient,
+# not in `parameters()`). Buffers follow `.to()`, `.double()` and `.half()`
+# like parameters, so the device and dtype trouble of the last section goes
+# away. With `persistent=False` the buffer also stays out of the
+# `state_dict`: a checkpoint does not store what the code can compute, and
+# loading does not ask for it, so checkpoints written before the buffer
+# existed still load strictly. (`self.triangle = nn.Buffer(tensor,
+# persistent=False)` registers the same buffer by assignment.)
+#
+# After `to_empty` a buffer holds undefined memory like a parameter, and no
+# checkpoint refills a non-persistent one. So it is filled in
+# `reset_parameters()` as well: the name says parameters, but it is the
+# method the meta recipe calls. (Lesson 6 meets such buffers again when it
+# loads big checkpoints.)
+
+# %%
+class RunningSumBuffer(nn.Module):
+    """Running sums along the last dimension, for a width fixed when the layer is built."""
+
+    def __init__(self, width, device=None, dtype=None):
+        super().__init__()
+        self.register_buffer("triangle", torch.empty(width, width, device=device, dtype=dtype),
+                             persistent=False)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        self.triangle.fill_(1.0).triu_()
+
+    def forward(self, X):
+        return X @ self.triangle
+
+
+running = RunningSumBuffer(4)
+print("buffers:", [name for name, _ in running.named_buffers()], "| state_dict keys:", list(running.state_dict()))
+print("an empty checkpoint loads strictly:", running.load_state_dict({}))
+running.double()                                         # the buffer follows, as a parameter would
+X = torch.randn(2, 4, dtype=torch.float64, requires_grad=True)
+print("float64 input, running sums right:", torch.allclose(running(X), X.cumsum(-1)))
+print("gradcheck passed:", torch.autograd.gradcheck(running, (X,)))
+with torch.device("meta"):
+    lean = RunningSumBuffer(4)
+lean = lean.to_empty(device="cpu")
+lean.reset_parameters()
+print("built on meta, filled by reset_parameters:", torch.allclose(lean(X.float()), X.float().cumsum(-1)))
+
+# %% [markdown]
+# ## Constrained parameters: parametrizations
+#
+# Some layers need a parameter that stays inside a set while it trains. Our
+# example is a linear layer whose weights are all positive, so that each output
+# grows with each input (a *monotone* layer: a predicted price that must rise
+# with the size of a flat, say). Lesson 2 introduced the tool:
+# `torch.nn.utils.parametrize.register_parametrization(module, "weight", p)`
+# keeps an unconstrained tensor as the parameter, at
+# `parametrizations.weight.original`, and every read of `module.weight` returns
+# `p(original)`. A layer that owns its constraint registers it in its own
+# `__init__`, so every copy of the layer has it.
+#
+# Our `p` is softplus, `log(1 + exp(x))`, which is positive for every `x`.
+# Its `right_inverse` maps a positive `y` back to the `x` with softplus `y`.
+# With a `right_inverse`, assignment works: `layer.weight = values` stores
+# `right_inverse(values)` as the original, and reading `layer.weight` gives the
+# values back. That is how `reset_parameters()` sets the starting weights.
+# Registering also passes the current weight through `right_inverse`, which
+# is why `__init__` registers first (the weight still holds `torch.empty`'s
+# leftovers) and fills afterwards.
+
+# %%
+from torch.nn.utils import parametrize
+
+
+class Softplus(nn.Module):
+    def forward(self, raw):
+        return F.softplus(raw)
+
+    def right_inverse(self, weight):
+        return weight + torch.log(-torch.expm1(-weight))  # log(exp(weight) - 1), without overflow
+
+
+class MonotoneLinear(nn.Module):
+    """X @ W + b with every weight positive: each output increases with each input."""
+
+    def __init__(self, in_units, units, device=None, dtype=None):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(in_units, units, device=device, dtype=dtype))
+        self.bias = nn.Parameter(torch.empty(units, device=device, dtype=dtype))
+        parametrize.register_parametrization(self, "weight", Softplus())
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        with torch.no_grad():
+            in_units = self.weight.shape[0]
+            self.weight = torch.empty_like(self.weight).uniform_(0.5 / in_units, 1.5 / in_units)
+            self.bias.zero_()
+
+    def forward(self, X):
+        return X @ self.weight + self.bias
+
+# %% [markdown]
+# The optimizer trains the original, which may take any value, so the
+# constraint needs no care in the training loop. (The other way, clamping the
+# weight after every optimizer step, works too, but every training loop must
+# remember it.) Below, the targets *fall* as the inputs grow. An
+# unconstrained `nn.Linear` learns negative weights; the monotone layer's
+# weights shrink towards zero and stay positive.
+
+# %%
+def fit(layer, X, y, steps=100):
+    optimizer = torch.optim.SGD(layer.parameters(), lr=0.5)
+    for _ in range(steps):
+        optimizer.zero_grad()
+        F.mse_loss(layer(X), y).backward()
+        optimizer.step()
+    return [round(w, 3) for w in layer.weight.detach().flatten().tolist()]
+
+
+torch.manual_seed(6)
+X = torch.rand(64, 3)
+y = -X.sum(dim=1, keepdim=True)                     # falls with every input
+monotone = MonotoneLinear(3, 1)
+print("parameters:", [name for name, _ in monotone.named_parameters()])
+print("nn.Linear's weights after training:     ", fit(nn.Linear(3, 1), X, y))
+print("MonotoneLinear's weights after training:", fit(monotone, X, y))
+
+# %% [markdown]
+# Two consequences for code that touches the weight. An in-place initializer
+# such as `nn.init.normal_(layer.weight)` fills the tensor that this one read
+# computed, not the original, so it changes nothing and says nothing: assign,
+# or initialize `parametrizations.weight.original`. And the layer still follows
+# the convention of the `reset_parameters()` section: built on `meta`, it is filled by
+# `reset_parameters()` exactly as an ordinary build is. For inference,
+# `parametrize.remove_parametrizations(layer, "weight")` turns the current
+# weight into a plain parameter again, so it is no longer recomputed at every
+# read.
+
+# %%
+before = monotone.weight.detach().clone()
+nn.init.normal_(monotone.weight)
+print("nn.init.normal_ changed the weight:", not torch.equal(monotone.weight, before))
+
+torch.manual_seed(7)
+fresh = MonotoneLinear(3, 1)
+with torch.device("meta"):
+    lean = MonotoneLinear(3, 1)
+lean = lean.to_empty(device="cpu")
+torch.manual_seed(7)
+lean.reset_parameters()
+print("meta, to_empty, reset_parameters: the ordinary build's weight:", torch.equal(lean.weight, fresh.weight))
+
+parametrize.remove_parametrizations(monotone, "weight")
+print("after remove_parametrizations:", [name for name, _ in monotone.named_parameters()],
+      "| the same weight:", torch.equal(monotone.weight, before))
+
+# %% [markdown]
 # ## What comes next: autograd functions for `torch.func`, skipped gradients, second derivatives
 #
 # **`setup_context`.** `SiLUFunction` above takes `ctx` in `forward`. The other
@@ -581,5 +819,19 @@ except GradcheckError as error:
 #   (`device=X.device, dtype=X.dtype`, `X.new_ones(...)`, `torch.zeros_like(X)`):
 #   by default they are on the CPU, and floating-point ones float32, whatever
 #   the input.
+# - Follow torch's convention for initialization: `__init__` takes `device=`
+#   and `dtype=`, creates parameters with `torch.empty`, and ends by calling a
+#   public `reset_parameters()` that fills them in place. Then the meta recipe
+#   (`to_empty`, then `reset_parameters()`) and `skip_init` work, and give an
+#   ordinary build's numbers.
+# - A constant the layer needs (a mask, a triangle of ones) is a buffer built
+#   once, not a tensor rebuilt in every `forward`: it follows `.to()` and
+#   `.double()`; with `persistent=False` it stays out of the `state_dict`, and
+#   `reset_parameters()` fills it after `to_empty`.
+# - A constrained parameter is a parametrization registered in `__init__`
+#   (`register_parametrization`): the optimizer trains an unconstrained
+#   tensor, every read applies the constraint. With a `right_inverse`,
+#   `layer.weight = values` sets it; an in-place `nn.init` call on the
+#   computed weight changes nothing.
 #
 # Now practise in the exercise notebook `exercises/05_custom_layers/05_custom_layers.ipynb`.
