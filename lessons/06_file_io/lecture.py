@@ -27,7 +27,9 @@
 #   machines with `map_location`;
 # - why loading a file you did not write is dangerous, and what
 #   `weights_only=True` does about it;
-# - checkpoints that resume training **exactly** after a crash;
+# - checkpoints that resume training **exactly** after a crash, with a
+#   `DataLoader`'s generator and NumPy's state in them, and what loading them
+#   with `weights_only=True` then needs;
 # - atomic writes, so a crash *during* a save cannot destroy the last good file;
 # - saving the architecture together with the parameters (`torch.export`);
 # - in practice: other file formats, the key prefixes that wrappers add, and
@@ -337,13 +339,14 @@ def train_epoch(model, optimizer):
         optimizer.step()
 
 
-def save_checkpoint(path, model, optimizer, epoch):
+def save_checkpoint(path, model, optimizer, epoch, **more):
     torch.save({"model": model.state_dict(),
                 "optimizer": optimizer.state_dict(),
                 "epoch": epoch,
                 "torch_rng": torch.get_rng_state(),
                 "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-                "python_rng": random.getstate()}, path)
+                "python_rng": random.getstate(),
+                **more}, path)
 
 
 def load_checkpoint(path, model, optimizer, map_location="cpu"):
@@ -356,7 +359,7 @@ def load_checkpoint(path, model, optimizer, map_location="cpu"):
     if state["cuda_rng"]:
         torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda_rng"]])
     random.setstate(state["python_rng"])
-    return state["epoch"]
+    return state
 
 # %% [markdown]
 # Note the `.cpu()` in `load_checkpoint`. `map_location` applies to *every*
@@ -415,7 +418,7 @@ torch.manual_seed(12345)  # the new process starts with some other RNG state
 
 model = make_model()
 optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
-start = load_checkpoint(root / "ckpt.pt", model, optimizer) + 1
+start = load_checkpoint(root / "ckpt.pt", model, optimizer)["epoch"] + 1
 for epoch in range(start, 4):
     train_epoch(model, optimizer)
 print("resumed from epoch", start)
@@ -436,6 +439,152 @@ for epoch in range(state["epoch"] + 1, 4):
     train_epoch(model, optimizer)
 print("identical without the RNG state:",
       all(torch.equal(p, q) for p, q in zip(model.parameters(), uninterrupted)))
+
+# %% [markdown]
+# ## Resuming with a `DataLoader` and NumPy
+#
+# Real training code rarely shuffles with `torch.randperm` by hand. A
+# `DataLoader` does it, and augmentation code often draws from NumPy. Both
+# bring random state that the checkpoint above does not hold:
+#
+# - `DataLoader(..., shuffle=True, generator=g)` shuffles with its own
+#   `torch.Generator`, so the order of the data no longer depends on how many
+#   random numbers the model drew (one dropout layer more changes nothing).
+#   Every `iter(loader)`, that is every epoch, draws from `g` twice: the
+#   epoch's order, and a base seed from which worker processes
+#   (`num_workers > 0`) seed torch, `random` and NumPy. Its state,
+#   `g.get_state()`, is a tensor of bytes, like torch's own. (Without
+#   `generator=`, both draws come from torch's global generator, whose state
+#   the checkpoint above already holds.)
+# - NumPy's global generator (`np.random.normal`, `np.random.shuffle`, ...)
+#   has a state of its own: `np.random.get_state()` returns a tuple that holds
+#   a NumPy array of 624 numbers.
+#
+# Both states are taken at the end of an epoch, which is the state the next
+# `iter(loader)` starts from. (Resuming in the middle of an epoch also needs
+# the generator's state from that epoch's start and the number of batches
+# already used, to skip them.) The same small model, now fed by a loader, with
+# noise from NumPy added to each batch:
+
+# %%
+import pickle
+import re
+
+import numpy as np
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def make_loader(seed):
+    """Shuffled batches of the data, in an order drawn from the loader's own generator."""
+    return DataLoader(TensorDataset(data_X, data_y), batch_size=16, shuffle=True,
+                      generator=torch.Generator().manual_seed(seed))
+
+
+def train_epoch_from(loader, model, optimizer):
+    """One epoch over the loader; NumPy's global generator adds noise to every batch."""
+    model.train()
+    for X, y in loader:
+        noise = np.random.normal(0.0, 0.1, size=tuple(X.shape)).astype(np.float32)
+        loss = F.mse_loss(model(X + torch.from_numpy(noise)), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def data_rng_states(loader):
+    return {"loader_rng": loader.generator.get_state(), "numpy_rng": np.random.get_state()}
+
+
+def restore_data_rngs(state, loader):
+    loader.generator.set_state(state["loader_rng"].cpu())   # a CPU tensor of bytes, as before
+    np.random.set_state(state["numpy_rng"])
+
+
+torch.manual_seed(2)
+np.random.seed(2)
+model, loader = make_model(), make_loader(seed=3)
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+for epoch in range(4):
+    train_epoch_from(loader, model, optimizer)
+uninterrupted = [p.detach().clone() for p in model.parameters()]
+
+torch.manual_seed(2)
+np.random.seed(2)
+model, loader = make_model(), make_loader(seed=3)
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+for epoch in range(2):
+    train_epoch_from(loader, model, optimizer)
+save_checkpoint(root / "ckpt_data.pt", model, optimizer, epoch, **data_rng_states(loader))
+del model, loader, optimizer
+torch.manual_seed(12345)  # the new process starts with other states everywhere
+np.random.seed(12345)
+model, loader = make_model(), make_loader(seed=12345)
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+
+# %% [markdown]
+# Loading that checkpoint with the default `weights_only=True` fails: NumPy's
+# array comes out of the pickle through NumPy's own functions, and the safe
+# unpickler allows none of them. It names the first one it met;
+# `get_unsafe_globals_in_checkpoint` lists them all.
+
+# %%
+try:
+    load_checkpoint(root / "ckpt_data.pt", model, optimizer)
+except pickle.UnpicklingError as error:
+    print("UnpicklingError:", re.search(r"Unsupported global: (GLOBAL \S+)", str(error)).group(1))
+print("the file asks for:", sorted(torch.serialization.get_unsafe_globals_in_checkpoint(root / "ckpt_data.pt")))
+
+# %% [markdown]
+# These rebuild an array and nothing else, so a checkpoint of our own may
+# have them: `torch.serialization.safe_globals([...])` allows them for the
+# loads inside its `with` block, `add_safe_globals([...])` for the rest of the
+# process. The list holds the objects themselves, not their names. The
+# function's module is private and moved in NumPy 2 (from `numpy.core` to
+# `numpy._core`), so we ask an array for it instead of spelling it out.
+#
+# The list above is not the whole story. It names the globals the pickle
+# refers to by name; the unpickler also checks the class of each object it
+# builds, and `np.dtype("uint32")` builds an object of class
+# `np.dtypes.UInt32DType`, which only the load itself reports:
+
+# %%
+rebuild_array = np.zeros(1).__reduce__()[0]          # the function NumPy's pickles call
+numpy_globals = [rebuild_array, np.ndarray, np.dtype]
+print("allowed:", [f"{g.__module__}.{g.__name__}" for g in numpy_globals])
+try:
+    with torch.serialization.safe_globals(numpy_globals):
+        load_checkpoint(root / "ckpt_data.pt", model, optimizer)
+except pickle.UnpicklingError as error:
+    print("UnpicklingError: ... but got", re.search(r"but got (<class '[\w.]+'>)", str(error)).group(1))
+
+# %% [markdown]
+# With that class added, the checkpoint loads, and with every state restored
+# the run ends exactly where the uninterrupted one did.
+
+# %%
+with torch.serialization.safe_globals([*numpy_globals, np.dtypes.UInt32DType]):
+    state = load_checkpoint(root / "ckpt_data.pt", model, optimizer)
+restore_data_rngs(state, loader)
+for epoch in range(state["epoch"] + 1, 4):
+    train_epoch_from(loader, model, optimizer)
+print("identical to the uninterrupted run:",
+      all(torch.equal(p, q) for p, q in zip(model.parameters(), uninterrupted)))
+
+# %% [markdown]
+# Two ways around the allowlist. Store the array as a list of Python ints
+# (`state[1].tolist()`) and turn it back into a `uint32` array before
+# `set_state`. Or draw from a NumPy `Generator` of your own
+# (`np.random.default_rng(seed)`), whose state,
+# `rng.bit_generator.state`, is a dict of strings and Python ints that
+# `weights_only=True` loads as it is; assigning it back restores the
+# generator.
+
+# %%
+rng = np.random.default_rng(4)
+torch.save({"numpy_generator": rng.bit_generator.state}, root / "generator.pt")
+expected = rng.normal(size=3)
+rng.bit_generator.state = torch.load(root / "generator.pt")["numpy_generator"]  # weights_only=True
+print("loaded without an allowlist, same draws:", np.array_equal(rng.normal(size=3), expected))
 
 # %% [markdown]
 # ## Atomic writes: a crash during a save
@@ -824,6 +973,12 @@ print(root.exists())
 #   this CPU run resumes bit for bit. Real runs add scheduler, scaler and sampler
 #   state (and MPS's RNG), and on a GPU need deterministic algorithms. RNG
 #   states go back to the CPU (`.cpu()`) whatever `map_location` did to them.
+# - A `DataLoader(generator=g)` shuffles (and seeds its workers) from `g`, and
+#   NumPy's global generator has its own state: save `g.get_state()` and
+#   `np.random.get_state()` too. NumPy's state holds an array, which
+#   `weights_only=True` loads only with NumPy's array globals and the dtype's
+#   class allowed (`safe_globals`); a `np.random.default_rng` state is plain
+#   Python and needs nothing.
 # - Write to a temporary file next to the target and `os.replace` it, so a
 #   crash never destroys the last good checkpoint.
 # - `torch.export` stores architecture and parameters as a graph: no code needed
