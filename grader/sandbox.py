@@ -14,7 +14,9 @@ cannot be reached over TCP, so kernels talk to the grader over unix sockets
 
 from __future__ import annotations
 
+import fcntl
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -54,10 +56,53 @@ BWRAP_NAMESPACES = {
     "cgroup": "--unshare-cgroup-try",
 }
 BWRAP_MOUNTS = {kind: "--" + kind for kind in MOUNT_KINDS}
+# A kernel's stderr goes to a memory file that cannot grow past STDERR_BYTES (writes past it fail),
+# read only when the kernel died before it answered: its last STDERR_LINES lines (each cut to
+# STDERR_WIDTH) then name the cause. Once started, ipykernel sends what the kernel prints to the
+# notebook; whatever reaches the file is never read.
+STDERR_BYTES = 64 * 1024
+STDERR_LINES, STDERR_WIDTH = 10, 300
+# An object's address differs from kernel to kernel: without it, submissions that failed alike
+# read alike (grade.py stops a run whose first ones all failed the same way).
+ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
+DIED = "Kernel died before replying to kernel_info"
 
 
 def available() -> bool:
     return shutil.which("bwrap") is not None and shutil.which("prlimit") is not None
+
+
+def stderr_file() -> int | None:
+    """A file descriptor for a kernel's stderr that holds at most STDERR_BYTES (a sealed memfd:
+    the kernel can neither grow it nor unseal it), or None where the system has no such files."""
+    try:
+        fd = os.memfd_create("kernel-stderr", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    except (AttributeError, OSError):
+        return None
+    try:
+        os.ftruncate(fd, STDERR_BYTES)  # the pages are allocated only as they are written
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def stderr_tail(fd: int | None) -> str:
+    """The last lines a kernel wrote to its stderr_file, in one line (' | ' between them)."""
+    if fd is None:
+        return ""
+    try:
+        text = os.pread(fd, STDERR_BYTES, 0).rstrip(b"\0").decode(errors="replace")
+    except OSError:
+        return ""
+    lines = [ADDRESS.sub("0x...", " ".join(line.split()))[:STDERR_WIDTH] for line in text.splitlines()]
+    return " | ".join([line for line in lines if line][-STDERR_LINES:])
+
+
+def startup_stderr_tail(km) -> str:
+    """What the kernel of `km` (a SandboxedKernelManager) last wrote to its stderr, in one line."""
+    return stderr_tail(getattr(km, "_stderr", None))
 
 
 def _bwrap_mount(step: tuple) -> list[str]:
@@ -130,14 +175,19 @@ class ReadyKernelClient(AsyncKernelClient):
                     reply = await self.shell_channel.get_msg(timeout=self.DEATH_CHECK)
                 except Empty:
                     if not await self._async_is_alive():
-                        raise RuntimeError("Kernel died before replying to kernel_info") from None
+                        raise RuntimeError(self._died()) from None
             if reply is not None and reply["msg_type"] == "kernel_info_reply" and await self._idle_after(request):
                 self._handle_kernel_info_reply(reply)
                 return
             if not await self._async_is_alive():
-                raise RuntimeError("Kernel died before replying to kernel_info")
+                raise RuntimeError(self._died())
             if time.monotonic() > deadline:
                 raise RuntimeError(f"Kernel didn't respond in {timeout:.0f} seconds")
+
+    def _died(self) -> str:
+        """DIED, with the last lines the kernel wrote to its stderr (its own error, bwrap's)."""
+        tail = startup_stderr_tail(self.parent)
+        return f"{DIED}: {tail}" if tail else DIED
 
     def stop_channels(self) -> None:
         """Close the channels without waiting to deliver what is still queued. jupyter_client's
@@ -182,6 +232,7 @@ class SandboxedKernelManager(AsyncKernelManager):
     enabled = Bool(True, help="False runs the kernel unsandboxed (--no-sandbox)").tag(config=True)
 
     _kernel: tuple[int, psutil.Process] | None = None  # (launched pid, kernel): kernel_process
+    _stderr: int | None = None  # the kernel's stderr_file (None: none, or sent where the caller said)
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -226,19 +277,35 @@ class SandboxedKernelManager(AsyncKernelManager):
             memory_mb=self.memory_mb,
             max_processes=self.max_processes,
             file_mb=self.file_mb,
+            private=self._private_folders(),
         )
         return bwrap_args(self.sandbox_spec, cmd)
 
+    def _private_folders(self) -> list[str]:
+        """The course's folder, which no folder bound for the interpreter may hold nor be in: the
+        course config's root where there is one, and the grader's working folder."""
+        root = self.config.get("CourseDirectory", {}).get("root")
+        return [os.getcwd(), *([str(root)] if root else [])]
+
     async def _async_start_kernel(self, **kw):
-        # What a student's kernel prints outside cells is not the grader's output.
+        # What a student's kernel prints outside cells is not the grader's output; its stderr is
+        # kept (bounded) to name the cause should it die before it answers (startup_stderr_tail).
         kw.setdefault("stdout", subprocess.DEVNULL)
-        kw.setdefault("stderr", subprocess.DEVNULL)
+        self._close_stderr()
+        if "stderr" not in kw:
+            self._stderr = stderr_file()
+            kw["stderr"] = subprocess.DEVNULL if self._stderr is None else self._stderr
         # Sandboxed or not, the kernel sees an allowlisted environment only
         # (bwrap also starts from an empty one, --clearenv).
         kw["env"] = clean_environment(self.scratch or self._sockets)
         return await super()._async_start_kernel(**kw)
 
     start_kernel = _async_start_kernel
+
+    def _close_stderr(self) -> None:
+        if self._stderr is not None:
+            os.close(self._stderr)
+            self._stderr = None
 
     def kernel_process(self):
         """The kernel's own process (a psutil.Process), or None once it is gone: the first Python
@@ -274,5 +341,6 @@ class SandboxedKernelManager(AsyncKernelManager):
         await super()._async_cleanup_resources(restart)
         if not restart:
             shutil.rmtree(self._sockets, ignore_errors=True)
+            self._close_stderr()
 
     cleanup_resources = _async_cleanup_resources

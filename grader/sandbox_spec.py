@@ -8,7 +8,9 @@ CPU or with a GPU: tests/test_sandbox_paths.py starts a kernel both ways and che
 sees exactly this spec, and that a field of the spec that either translation ignores fails.
 
 What `build` declares: the kernel sees only the system's read-only program folders, the Python
-it runs on, and its scratch and socket folders (writable); the course (solutions, gradebook),
+it runs on with every folder its interpreter imports from (`import_folders`: a `.pth` file's
+folder elsewhere, the user's site-packages of `pip install --user`; read-only), and its scratch
+and socket folders (writable); the course (solutions, gradebook),
 home folders and other students' files are simply not there. It has a private network namespace
 (no network at all), a private PID namespace (killing the sandbox kills every process the
 student started), its own unprivileged uid where the grader runs as root, resource limits on
@@ -20,8 +22,14 @@ empty bounding set, no new privileges) and no supplementary groups.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
+import logging
 import os
+import site
+import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +68,10 @@ PASSED_THROUGH_PREFIXES = ("LC_",)
 # Where the NVIDIA driver's device nodes live (a test points this at fake ones).
 DEVICE_FOLDER = "/dev"
 NVIDIA_CONTROL = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")
+# What a fresh run of the kernel's interpreter prints: its sys.path (the last line: a .pth may print).
+SYS_PATH_PROBE = "import json, sys; print(json.dumps(sys.path))"
+log = logging.getLogger("grader.sandbox")
+_told: set[str] = set()  # the folders a warning has named already (once per process)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,11 +101,19 @@ class SandboxSpec:
 
 
 def build(
-    scratch: str, sockets: str, *, uid: int | None, memory_mb: int, max_processes: int, file_mb: int
+    scratch: str,
+    sockets: str,
+    *,
+    uid: int | None,
+    memory_mb: int,
+    max_processes: int,
+    file_mb: int,
+    private: Iterable[str] = (),
 ) -> SandboxSpec:
-    """The sandbox of a kernel that works in `scratch` and talks over sockets in `sockets`."""
+    """The sandbox of a kernel that works in `scratch` and talks over sockets in `sockets`;
+    `private`: the course's folders, which no folder bound for the interpreter may hold."""
     return SandboxSpec(
-        mounts=tuple(layout(scratch, sockets)),
+        mounts=tuple(layout(scratch, sockets, private)),
         namespaces=NAMESPACES,
         hostname=HOSTNAME,
         chdir=scratch,
@@ -113,9 +133,69 @@ def clean_environment(scratch: str) -> dict[str, str]:
         env["PATH"] = bin_dir + os.pathsep + env["PATH"]
     # getpass.getuser() falls back to the password file, which has no entry for a sandbox uid: name
     # the user (torch 2.11's optimizers ask, for their compile cache, and raised KeyError).
-    env.update(HOME=scratch, USER="student", LOGNAME="student", TMPDIR="/tmp", PYTHONNOUSERSITE="1")
+    env.update(HOME=scratch, USER="student", LOGNAME="student", TMPDIR="/tmp")
+    # The user's site-packages only where the grader's own interpreter imports from it: named by
+    # its base (HOME is the scratch folder here), bound read-only by layout(); else none at all.
+    if user_site():
+        env["PYTHONUSERBASE"] = site.getuserbase()
+    else:
+        env["PYTHONNOUSERSITE"] = "1"
     env["MPLCONFIGDIR"] = os.path.join(scratch, ".matplotlib")
     return env
+
+
+def user_site() -> str | None:
+    """The user's site-packages folder (`pip install --user`, ~/.local/lib/pythonX.Y/site-packages)
+    where this process's interpreter imports from it, else None."""
+    folder = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    return folder if folder and folder in sys.path and os.path.isdir(folder) else None
+
+
+@functools.lru_cache(maxsize=8)
+def _sys_path(python: str, env: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    try:
+        done = subprocess.run(
+            [python, "-c", SYS_PATH_PROBE], env=dict(env), cwd="/", capture_output=True, text=True, timeout=120
+        )
+        return tuple(json.loads(done.stdout.strip().splitlines()[-1]))
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        log.warning("sandbox: %s could not tell its sys.path: only its own environment is bound", python)
+        return ()
+
+
+def _holds(folder: str, path: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _tell(folder: str, why: str) -> None:
+    if folder not in _told:
+        _told.add(folder)
+        log.warning("sandbox: %s is on the kernel's sys.path but not bound (%s): nothing there imports", folder, why)
+
+
+def import_folders(bound: Iterable[str], private: Iterable[str] = ()) -> list[str]:
+    """The folders (as sys.path writes them) that the kernel's interpreter imports from outside
+    the folders already `bound`: its sys.path as a fresh run of it with the kernel's environment
+    has it (a .pth file's folders, the user's site-packages where user_site() has one). Never one
+    that holds a `private` folder (the course's), the home folder or the grader's working folder,
+    nor one inside the course: those are left out, and a warning says why."""
+    env = dict(clean_environment("/nonexistent"), HOME=os.environ.get("HOME", "/nonexistent"))
+    entries = _sys_path(sys.executable, tuple(sorted(env.items())))
+    inside = [os.path.realpath(p) for p in private if p]
+    holds = [*inside, os.path.realpath(os.path.expanduser("~")), os.path.realpath(os.getcwd())]
+    found: list[str] = []
+    for entry in entries:
+        real = os.path.realpath(entry) if entry and os.path.isabs(entry) and os.path.exists(entry) else ""
+        if not real or any(_holds(b, real) for b in bound) or entry in found:
+            continue
+        held = [p for p in holds if _holds(real, p)]
+        if held:
+            _tell(entry, f"it holds {held[0]}, which students never see")
+        elif any(_holds(p, real) for p in inside):
+            _tell(entry, "it is part of the course folder, which students never see")
+        else:
+            found.append(entry)
+    return found
 
 
 def limits(*, memory_mb: int, max_processes: int, file_mb: int) -> dict[str, int]:
@@ -186,8 +266,8 @@ def _folders_on_the_way(mounts: list[tuple], made: set[str]) -> list[tuple]:
     /dev, nor folders inside the read-only system binds, which exist already."""
     bound = ["/dev", *(f for f in SYSTEM_FOLDERS if os.path.isdir(f))]
     steps = []
-    for kind, _, target in mounts:
-        for parent in _ancestors(target + "/x" if kind not in ("symlink", "dev-bind") else target):
+    for kind, source, target in mounts:
+        for parent in _ancestors(target + "/x" if kind in ("ro-bind", "bind") and os.path.isdir(source) else target):
             inside_bind = any(parent == f or parent.startswith(f + "/") for f in bound)
             if parent not in made and parent != "/tmp" and not inside_bind:
                 made.add(parent)
@@ -195,8 +275,9 @@ def _folders_on_the_way(mounts: list[tuple], made: set[str]) -> list[tuple]:
     return steps
 
 
-def layout(scratch: str, sockets: str) -> list[tuple]:
-    """The sandbox's whole filesystem (SandboxSpec.mounts), in the order it is built."""
+def layout(scratch: str, sockets: str, private: Iterable[str] = ()) -> list[tuple]:
+    """The sandbox's whole filesystem (SandboxSpec.mounts), in the order it is built; `private`:
+    the course's folders (see import_folders)."""
     steps: list[tuple] = [("dev", "/dev"), ("proc", "/proc"), ("tmpfs", "/tmp", 0o1777)]
     made: set[str] = set()
     # A GPU's device nodes (a minimal /dev has none), and /sys, where CUDA reads its topology.
@@ -214,13 +295,17 @@ def layout(scratch: str, sockets: str) -> list[tuple]:
         elif os.path.isdir(target):
             steps.append(("ro-bind", target, target))
     # The interpreter and its environment, wherever they live (a venv inside the
-    # course folder, a pyenv build under /root): read-only, and reachable by the
-    # sandbox user, whatever the permissions of the folders above them.
-    environments = sorted({os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)})
+    # course folder, a pyenv build under /root), and every other folder it imports from:
+    # read-only, and reachable by the sandbox user, whatever the permissions of the folders above them.
+    prefixes = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}
+    system = [os.path.realpath(step[2]) for step in steps if step[0] == "ro-bind"]
+    imported = import_folders([*prefixes, *system], private)
+    found = sorted(prefixes | {os.path.realpath(p) for p in imported})
+    environments = [p for p in found if not any(_holds(q, p) for q in found if q != p)]
     mounts = [("ro-bind", p, p) for p in environments] + [("bind", scratch, scratch), ("bind", sockets, sockets)]
     # An environment reached through a symlink (course/.venv -> elsewhere) is started by
     # that path: the same symlink, inside the sandbox, leads to the bound real folder.
-    links = sorted({link for p in (sys.prefix, sys.base_prefix, sys.executable) for link in _symlinks(p)})
+    links = sorted({link for p in (sys.prefix, sys.base_prefix, sys.executable, *imported) for link in _symlinks(p)})
     mounts += [
         ("symlink", os.path.realpath(link), link)
         for link in links

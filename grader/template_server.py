@@ -90,6 +90,7 @@ def _start_kernel(request: dict, ready: int) -> None:
         parent = os.getppid() if "JPY_PARENT_PID" in request["env"] else 0
         os.write(ready, b"ready\n")
         os.close(ready)
+        ready = 2  # from here on a failure is the kernel's own, told on its stderr as a normal start's is
         try:
             IPKernelApp.launch_instance(parent_handle=parent)
             code = 0
