@@ -97,7 +97,8 @@ def stderr_tail(fd: int | None) -> str:
     except OSError:
         return ""
     lines = [ADDRESS.sub("0x...", " ".join(line.split()))[:STDERR_WIDTH] for line in text.splitlines()]
-    return " | ".join([line for line in lines if line][-STDERR_LINES:])
+    # Not the lines of ^ and ~ under the code of a traceback's frame: they only point.
+    return " | ".join([line for line in lines if line.strip("^~ ")][-STDERR_LINES:])
 
 
 def startup_stderr_tail(km) -> str:

@@ -132,7 +132,7 @@ def test_a_kernels_stderr_is_kept_bounded_and_its_tail_read_in_one_line():
     fd = sandbox.stderr_file()
     assert fd is not None
     try:
-        os.write(fd, b"".join(b"line %d at 0x7f12345678ab\n" % i for i in range(30)))
+        os.write(fd, b"".join(b"line %d at 0x7f12345678ab\n    ^^^^~~~~\n\n" % i for i in range(30)))
         assert sandbox.stderr_tail(fd) == " | ".join(f"line {i} at 0x..." for i in range(20, 30))
         os.lseek(fd, 0, os.SEEK_SET)
         written = 0
@@ -196,15 +196,27 @@ def test_an_environment_whose_packages_sit_outside_its_prefix_grades(tmp_path, k
     assert (row["status"], row["score"]) == ("graded", f"{FULL:g}"), row
 
 
-def dying_kernel_spec(tmp_path) -> str:
-    """A Jupyter data folder whose grader kernel dies as it starts (its kernel class cannot be
-    imported), the template's provisioner named as in the grader's own spec."""
+# What makes a kernel die as it starts: a bad kernel class (traitlets logs why, and the kernel
+# exits) or a bad output stream class (ipykernel raises: a forked kernel's traceback reaches its
+# stderr too), with a line of the kernel's own that names it.
+DEATHS = {
+    "kernel_class": ("missing_kernel_module.Kernel", "'missing_kernel_module.Kernel' could not be imported"),
+    "outstream_class": (
+        "missing_stream_module.OutStream",
+        "ModuleNotFoundError: No module named 'missing_stream_module'",
+    ),
+}
+
+
+def dying_kernel_spec(tmp_path, trait: str) -> str:
+    """A Jupyter data folder whose grader kernel dies as it starts (DEATHS), the template's
+    provisioner named as in the grader's own spec."""
     data = tmp_path / "jupyter-data"
     spec = data / "kernels" / GRADER_KERNEL
     spec.mkdir(parents=True)
     argv = ["python", "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     kernel = {
-        "argv": [*argv, "--IPKernelApp.kernel_class=missing_kernel_module.Kernel"],
+        "argv": [*argv, f"--IPKernelApp.{trait}={DEATHS[trait][0]}"],
         "display_name": "Python 3 (course grader)",
         "language": "python",
         "metadata": {"kernel_provisioner": {"provisioner_name": PROVISIONER_NAME}},
@@ -213,9 +225,17 @@ def dying_kernel_spec(tmp_path) -> str:
     return str(data)
 
 
-@pytest.mark.parametrize("start,sandboxed", [("forked", True), ("normal", True), ("normal", False)])
-def test_a_kernel_that_dies_at_start_is_not_graded_with_its_own_error(tmp_path, monkeypatch, start, sandboxed):
-    monkeypatch.setenv("JUPYTER_PATH", dying_kernel_spec(tmp_path))
+@pytest.mark.parametrize(
+    "trait,start,sandboxed",
+    [
+        ("kernel_class", "forked", True),
+        ("kernel_class", "normal", True),
+        ("kernel_class", "normal", False),
+        ("outstream_class", "forked", True),
+    ],
+)
+def test_a_kernel_that_dies_at_start_is_not_graded_with_its_own_error(tmp_path, monkeypatch, trait, start, sandboxed):
+    monkeypatch.setenv("JUPYTER_PATH", dying_kernel_spec(tmp_path, trait))
     monkeypatch.setenv(template.SWITCH, "on" if start == "forked" else "off")
     root = tmp_path / "course"
     course.temporary_course(root, [A])
@@ -224,7 +244,7 @@ def test_a_kernel_that_dies_at_start_is_not_graded_with_its_own_error(tmp_path, 
     nbformat.write(answered(A), folder / "ana.ipynb")
     (row,) = grade.run(grade.Options(A, folder, jobs=1, root=root, cell_timeout=20, sandbox=sandboxed))
     assert row.status == "not graded", row
-    own = "'missing_kernel_module.Kernel' could not be imported"
     assert row.detail.startswith("kernel did not start (RuntimeError: Kernel died before replying to kernel_info: ")
-    assert own in row.detail, row.detail
+    assert DEATHS[trait][1] in row.detail, row.detail
     assert "0x" not in row.detail.replace("0x...", ""), "an address would set each student's cause apart"
+    assert "^^^" not in row.detail and "\n" not in row.detail
