@@ -21,8 +21,11 @@
 #
 # Everything so far ran on the CPU. This lesson shows how PyTorch names devices,
 # how to pick one that exists, how tensors and models move between devices, what
-# such moves cost, and how to time GPU code correctly. It ends with the tools
-# practitioners reach for next: lower precision, a detector for hidden
+# such moves cost, how to time GPU code correctly and how to see with the
+# profiler where the time goes. It shows how a `DataLoader` keeps a GPU fed and
+# how `DistributedDataParallel` with `torchrun` trains on several GPUs, and
+# ends with the tools practitioners reach for next: lower precision, fewer
+# kernel launches (`torch.compile`, CUDA graphs), a detector for hidden
 # synchronizations, copies that overlap with computation, choosing GPUs,
 # finding errors and running out of memory.
 #
@@ -472,6 +475,81 @@ assert finished >= queued
 print(f"clock read right after queueing: {queued * 1e3:.2f} ms; after synchronize: {finished * 1e3:.2f} ms")
 
 # %% [markdown]
+# ## Where the time goes: `torch.profiler`
+#
+# A timer says how long a step takes; the profiler says what the time went
+# to. Inside `with profile(activities=[ProfilerActivity.CPU]) as prof:` it
+# records every operator torch runs (`aten::addmm`, `aten::copy_`, ...) with
+# its time on the CPU and the number of calls. On CUDA, adding
+# `ProfilerActivity.CUDA` records the GPU's side too: every kernel and every
+# memory copy between host and device with its time on the device, and the
+# CUDA runtime calls the CPU made to launch them (`cudaLaunchKernel`, the
+# `cudaMemcpy...` calls) or to wait (`cudaStreamSynchronize`).
+# `record_function("name")` marks a region of your own code, which then
+# shows up as one entry with everything inside it.
+#
+# `prof.key_averages()` adds up the events of each name, and its
+# `.table(sort_by=...)` lists the largest first: sort by
+# `"self_cpu_time_total"` on the CPU and by `"self_device_time_total"` for
+# the GPU's work. `prof.export_chrome_trace(path)` writes a timeline for a
+# trace viewer (Perfetto, or `chrome://tracing`), where gaps in the GPU's row
+# are time it spent waiting: for the CPU to launch the next kernel, or for the
+# next batch.
+#
+# Below, eight training steps of a small network, each with the lesson's two
+# costs marked: moving a batch from the host, and reading the loss with
+# `.item()`. (Kineto, the library behind the profiler, logs a line with the
+# time and the process id whenever a profile starts or stops; its log level
+# is read when it first starts, so we raise it above its highest level
+# before the first profile, to keep those lines out of the notebook.)
+
+# %%
+os.environ.setdefault("KINETO_LOG_LEVEL", "6")
+from torch.profiler import ProfilerActivity, profile, record_function
+
+activities = [ProfilerActivity.CPU]
+if device.type == "cuda":
+    activities.append(ProfilerActivity.CUDA)   # the GPU's kernels and copies, with their device time
+
+torch.manual_seed(6)
+mlp = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10)).to(device)
+sgd = torch.optim.SGD(mlp.parameters(), lr=0.1)
+host_batches = [(torch.randn(128, 64), torch.randint(0, 10, (128,))) for _ in range(8)]  # as a loader yields them
+
+
+def train_step(X, y):
+    with record_function("copy batch to device"):
+        X, y = X.to(device), y.to(device)
+    with record_function("forward and backward"):
+        loss = nn.functional.cross_entropy(mlp(X), y)
+        sgd.zero_grad()
+        loss.backward()
+    sgd.step()
+    with record_function("read the loss"):
+        return loss.item()
+
+
+train_step(*host_batches[0])   # a first step outside the profile: nothing left to set up inside it
+with profile(activities=activities) as prof:
+    losses = [train_step(X, y) for X, y in host_batches]
+events = {event.key: event for event in prof.key_averages()}
+for name in ("copy batch to device", "forward and backward", "read the loss", "Optimizer.step#SGD.step",
+             "aten::addmm", "aten::item"):
+    print(f"{name:24} {events[name].count:3d} calls")
+
+# %% [markdown]
+# The table itself depends on the machine (its output is not checked). On the
+# CPU nearly all the time is in the operators of the forward and backward
+# passes and of the optimizer, and the copy region holds next to nothing,
+# since the batch is already where it needs to be. On a GPU the device columns appear: the
+# copy region holds a host-to-device copy per step, and "read the loss" holds
+# the CPU's wait for the GPU, which `.item()` turns into CPU time.
+
+# %% tags=["nbval-ignore-output"]
+sort_key = "self_device_time_total" if device.type == "cuda" else "self_cpu_time_total"
+print(prof.key_averages().table(sort_by=sort_key, row_limit=12))
+
+# %% [markdown]
 # ## GPU memory
 #
 # When a CUDA tensor is freed, PyTorch does not give its memory back to the
@@ -581,6 +659,55 @@ for (memory, non_blocking), values in bandwidth.items():
     print(f"{memory:8} non_blocking={non_blocking!s:5}: {values[-1]:6.1f} GB/s at {sizes_mib[-1]} MiB")
 
 # %% [markdown]
+# ## Feeding the GPU: `DataLoader` workers and pinned batches
+#
+# A GPU is only as fast as its input. When making a batch takes the host a
+# while (reading files, decoding images, tokenizing, augmenting in Python), the
+# GPU sits idle between steps however fast it is. In a profile that shows as
+# time in the loader's own events, named
+# `enumerate(DataLoader)#..._DataLoaderIter.__next__`, and as gaps in the GPU's
+# timeline. Three `DataLoader` arguments help:
+#
+# - `num_workers=k` makes the batches in `k` worker processes, each working
+#   `prefetch_factor` batches ahead (2 unless set), while the main process
+#   trains;
+# - `pin_memory=True` has the loader put every batch in pinned memory (in a
+#   thread of the main process), so that `.to(device, non_blocking=True)`
+#   returns at once and the host goes on to the next step. Pinning is for
+#   CUDA: without an accelerator the loader warns and does not pin, and on MPS
+#   it warns too, so ask for it only where CUDA is;
+# - `persistent_workers=True` keeps the workers from one epoch to the next,
+#   instead of starting new ones at every `iter(loader)`.
+#
+# Workers are processes. On Linux they start as copies of the main process
+# (fork); on macOS and Windows they start as new Python processes (spawn) and
+# get the dataset by pickling, so a dataset class defined in a notebook
+# cannot be found there: keep it in a `.py` file (the `TensorDataset` below is
+# torch's own). Below, two workers feed the eight batches of an epoch, and the
+# profiler counts the loader's events: one per batch, and one more for the
+# call that ends the epoch.
+
+# %%
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(7)
+dataset = TensorDataset(torch.randn(1024, 64), torch.randint(0, 10, (1024,)))
+loader = DataLoader(dataset, batch_size=128, shuffle=True, num_workers=2,
+                    pin_memory=device.type == "cuda", persistent_workers=True)
+with profile(activities=activities) as prof:
+    seen = 0
+    for X, y in loader:
+        X, y = X.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        seen += len(y)
+    synchronize(device)   # before the host relies on copies made without blocking
+assert loader.pin_memory == (device.type == "cuda")
+print("examples in the epoch:", seen)
+for event in prof.key_averages():
+    if event.key.startswith("enumerate(DataLoader)"):
+        print(f"{event.key}: {event.count} calls")
+del loader   # ends its persistent workers
+
+# %% [markdown]
 # ## Independent work on two GPUs
 #
 # Operations on different GPUs run at the same time when nothing forces them to
@@ -608,6 +735,124 @@ if len(gpus) >= 2:
     print(f"both halves on one GPU: {one * 1e3:.1f} ms; split over two GPUs: {two * 1e3:.1f} ms ({one / two:.1f}x)")
 else:
     print(f"{len(gpus)} CUDA GPU(s) here: the two-GPU timing needs two and is skipped.")
+
+# %% [markdown]
+# ## Training on several GPUs: `DistributedDataParallel` and `torchrun`
+#
+# The cell above splits work between GPUs by hand. To *train* on several GPUs,
+# the tool is `DistributedDataParallel` (DDP); torch's own documentation
+# recommends it over `nn.DataParallel` even on a single machine. DDP runs one
+# process per GPU, each with a full copy of the model and its own optimizer:
+#
+# - each process trains on its own share of every epoch (a
+#   `DistributedSampler` deals the examples out by the process's rank);
+# - during `backward()`, DDP averages the gradients over all processes (an
+#   *all-reduce*, done in buckets while the backward pass is still running),
+#   so every optimizer takes the same step and the copies stay identical;
+# - the processes talk through a backend: `nccl` between NVIDIA GPUs, `gloo`
+#   between CPUs.
+#
+# `torchrun` starts the processes and tells each one who it is through
+# environment variables, which `init_process_group()` reads: `RANK`,
+# `LOCAL_RANK` (its number on this machine, so the GPU it takes),
+# `WORLD_SIZE`, and `MASTER_ADDR` and `MASTER_PORT`, where they meet. A
+# training script, `train.py`:
+#
+# ```python
+# import os
+#
+# import torch
+# import torch.distributed as dist
+# from torch import nn
+# from torch.nn.parallel import DistributedDataParallel as DDP
+# from torch.utils.data import DataLoader, TensorDataset
+# from torch.utils.data.distributed import DistributedSampler
+#
+#
+# def main():
+#     cuda = torch.cuda.is_available()
+#     dist.init_process_group("nccl" if cuda else "gloo")  # torchrun's variables say who and where
+#     rank, local_rank = dist.get_rank(), int(os.environ["LOCAL_RANK"])
+#     device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
+#     if cuda:
+#         torch.cuda.set_device(device)  # this process uses this one GPU only
+#
+#     torch.manual_seed(0)  # the same data in every process (DDP copies rank 0's weights to all)
+#     data = TensorDataset(torch.randn(1024, 64), torch.randn(1024, 1))
+#     model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 1)).to(device)
+#     ddp = DDP(model, device_ids=[local_rank] if cuda else None)
+#     optimizer = torch.optim.SGD(ddp.parameters(), lr=0.01)  # built after wrapping
+#     sampler = DistributedSampler(data)  # a different share of each epoch for each process
+#     loader = DataLoader(data, batch_size=32, sampler=sampler)
+#
+#     for epoch in range(3):
+#         sampler.set_epoch(epoch)  # a new order every epoch, the same in every process
+#         for X, y in loader:
+#             loss = nn.functional.mse_loss(ddp(X.to(device)), y.to(device))
+#             optimizer.zero_grad()
+#             loss.backward()  # also averages the gradients over all processes
+#             optimizer.step()
+#     if rank == 0:
+#         torch.save(model.state_dict(), "model.pt")  # the inner model: keys without "module."
+#     dist.destroy_process_group()
+#
+#
+# if __name__ == "__main__":
+#     main()
+# ```
+#
+# `torchrun --nproc-per-node 2 train.py` runs it as two processes. On a
+# machine with two GPUs each process takes one, with `nccl`; on a machine
+# without CUDA the same command runs two CPU processes with `gloo` (it works,
+# but starting Python and torch twice takes seconds, so this notebook does not
+# do it). Everything the GPUs change is in the script: the `nccl` backend,
+# `torch.cuda.set_device(local_rank)` so that each process uses its own GPU,
+# the model moved to that GPU before it is wrapped, and
+# `device_ids=[local_rank]`. Only rank 0 saves, and it saves the inner model,
+# whose keys have no `module.` prefix (lesson 6).
+#
+# The same machinery runs here in a world of one process:
+# `init_process_group` with `rank=0` and `world_size=1`, meeting through a
+# file (`init_method="file://..."`) instead of torchrun's variables, and
+# `gloo` with the model on the CPU, on every machine. One process averages
+# over one, so DDP trains exactly like the plain model, and the sampler deals
+# all the data to the one rank.
+
+# %%
+import copy
+import tempfile
+from pathlib import Path
+
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data.distributed import DistributedSampler
+
+if dist.is_available():
+    meeting = tempfile.TemporaryDirectory()
+    dist.init_process_group("gloo", init_method=(Path(meeting.name) / "rendezvous").as_uri(), rank=0, world_size=1)
+    torch.manual_seed(8)
+    data = TensorDataset(torch.randn(64, 64), torch.randn(64, 1))
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 1))
+    twin = copy.deepcopy(model)                      # the same start, trained without DDP
+    ddp = DDP(model)
+    pairs = [(ddp, torch.optim.SGD(ddp.parameters(), lr=0.01)), (twin, torch.optim.SGD(twin.parameters(), lr=0.01))]
+    sampler = DistributedSampler(data)               # rank and world size from the process group
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        for X, y in DataLoader(data, batch_size=32, sampler=sampler):
+            for net, optimizer in pairs:
+                loss = nn.functional.mse_loss(net(X), y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    print(f"rank {dist.get_rank()} of {dist.get_world_size()}, {dist.get_backend()}: {len(sampler)} examples per epoch")
+    print("DDP in a world of one trains exactly like the plain model:",
+          all(torch.equal(a, b) for a, b in zip(model.parameters(), twin.parameters())))
+    print("keys of the wrapper:", list(ddp.state_dict())[:2], "| of the inner model:", list(ddp.module.state_dict())[:2])
+    dist.destroy_process_group()
+    meeting.cleanup()
+else:
+    print("this PyTorch was built without torch.distributed; skipped.")
 
 # %% [markdown]
 # ## In practice: precision, hidden synchronizations, overlapping copies
@@ -659,6 +904,29 @@ print(f"after 1000 updates of +0.001: bfloat16 weight {w16[0].item():.3f}, float
 
 # %%
 print("float32 matmul precision:", torch.get_float32_matmul_precision())
+
+# %% [markdown]
+# **Fewer launches: `torch.compile` and CUDA graphs.** The 256 small products
+# of the timing section pay for Python, for dispatch and, on a GPU, for a
+# kernel launch each. The first cure is the one shown there: batch the work.
+# Where the work cannot be batched, two tools cut the cost per operation.
+# `torch.compile(model)` (or `model.compile()`, which compiles in place)
+# traces `forward` into a graph at the first call and generates code for the
+# whole graph: chains of elementwise operations become one kernel each
+# (Triton kernels on a GPU, C++ on the CPU), so there are fewer launches and
+# fewer trips through memory. The first call compiles, which takes seconds
+# (about 15 s for the loop of 256 products on the CPU of the machine this
+# course is built on, which is why this notebook does not run it), and a call with a
+# new input shape may compile again. It does not merge separate matrix
+# products into one: compiled, that loop still calls 256 of them (we read the
+# generated code). On CUDA, `torch.compile(model, mode="reduce-overhead")`
+# also records the kernels in a **CUDA graph**: the whole sequence is
+# captured once and then replayed with a single launch from the CPU.
+# `torch.cuda.graph` (capture by hand) and `torch.cuda.make_graphed_callables`
+# do the same without the compiler. A graph replays the same kernels on the
+# same memory, so the shapes are fixed, new inputs are copied into the
+# tensors the capture used (`make_graphed_callables` does that copy for you),
+# and nothing inside may make the CPU wait (no `.item()`).
 
 # %% [markdown]
 # **Hidden synchronizations.** On CUDA,
@@ -851,11 +1119,29 @@ else:
 # - Move the model first, then build the optimizer: optimizer state stays where
 #   it was created, and on some devices `.to()` even replaces the Parameter
 #   objects the optimizer holds.
+# - `torch.profiler.profile(activities=[ProfilerActivity.CPU])` records every
+#   operator with its CPU time and call count; on CUDA `ProfilerActivity.CUDA`
+#   adds the kernels, the copies and the runtime calls that launch and wait.
+#   `record_function` marks your own regions, `key_averages().table()` sums
+#   them up, `export_chrome_trace` writes a timeline.
 # - The caching allocator keeps freed GPU memory: `memory_allocated` counts live
 #   tensors, `memory_reserved` the cache, `empty_cache` returns the unused part.
 # - Pinned memory (it needs an accelerator) makes host-to-GPU copies faster, and
 #   `non_blocking=True` frees the host during the copy; the GPU copies while it
 #   computes only when the copy runs on a second stream.
+# - When the GPU waits for input, `DataLoader(num_workers=k)` makes batches in
+#   worker processes (a dataset class must then be importable from a file on
+#   macOS and Windows), `pin_memory=True` (on CUDA only) lets
+#   `.to(device, non_blocking=True)` return at once, and
+#   `persistent_workers=True` keeps the workers between epochs.
+# - Training on several GPUs is `DistributedDataParallel`: one process per GPU,
+#   started by `torchrun --nproc-per-node N`, a `DistributedSampler` for each
+#   process's share, gradients averaged in `backward()`; `nccl` and
+#   `device_ids=[local_rank]` on GPUs, `gloo` on CPUs (a world of one runs
+#   anywhere).
+# - `torch.compile` fuses operations into fewer kernels, and on CUDA
+#   `mode="reduce-overhead"` replays them as a CUDA graph with one launch; it
+#   compiles at the first call and does not batch separate products for you.
 # - `torch.autocast` (bfloat16 on the CPU too), `set_float32_matmul_precision`,
 #   `torch.cuda.set_sync_debug_mode` and side streams are the next tools for
 #   speed. Under autocast the weights stay `float32`: weights stored in
