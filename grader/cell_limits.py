@@ -12,19 +12,17 @@ output in memory however much a cell prints. Here:
   the cell limit): a loop in one item that several tests call costs the full limit once;
 - at most `max_output_bytes` of output is kept per cell, with a note where it was cut.
 
-Test cells are stopped at the same limit by the runner (test_path.py asks `_cell_timeout`).
+Test cells are stopped at the same limit by the runner (test_path.py asks `Limits.cell_timeout`).
+The options are GuardedExecute's (execute.py); the interrupt itself is sent there too.
 """
 
 from __future__ import annotations
 
 import time
-from queue import Empty
 
-from nbclient.exceptions import DeadKernelError
 from nbformat import NotebookNode
-from traitlets import Float, Int, default
 
-from .cell_notes import CellNotes
+from .cell_notes import Notes
 
 
 def cell_limit(timeout, remaining, timed_out: bool, limit_after_timeout) -> int:
@@ -43,75 +41,64 @@ def output_bytes(content: dict) -> int:
     return len(str(content.get("text", ""))) + sum(len(str(v)) for v in content.get("data", {}).values())
 
 
-class CellLimits(CellNotes):
-    """The notebook's and each cell's time limit, time-outs, and the output cap (see the module doc)."""
+class Limits:
+    """One notebook's clock and limits (see the module doc): GuardedExecute makes one a notebook
+    from its options (`timeout`, `notebook_timeout`, `limit_after_timeout`, `interrupt_grace`,
+    `max_output_bytes`); every limit a cell gets and every "timed out" note come from here."""
 
-    notebook_timeout = Float(600, help="seconds the whole notebook may run").tag(config=True)
-    interrupt_grace = Float(5, help="seconds a kernel has to stop after an interrupt").tag(config=True)
-    max_output_bytes = Int(1_000_000, help="output kept per cell, in bytes").tag(config=True)
-    limit_after_timeout = Float(
-        10,
-        help="seconds each cell may run once a cell of the notebook timed out (never more than "
-        "the cell limit): a loop in one answer that several tests call costs the limit once",
-    ).tag(config=True)
+    def __init__(
+        self,
+        notes: Notes,
+        timeout: float | None,
+        notebook_timeout: float,
+        limit_after_timeout: float,
+        interrupt_grace: float,
+        max_output_bytes: int,
+    ):
+        self.notes = notes
+        self.timeout, self.notebook_timeout = timeout, notebook_timeout
+        self.limit_after_timeout, self.interrupt_grace = limit_after_timeout, interrupt_grace
+        self.max_output_bytes = max_output_bytes
+        self.deadline = time.monotonic() + notebook_timeout  # the notebook's limit runs from now
+        self.timed_out: set[int] = set()  # cells that ran past their limit
+        self.output_sizes: dict[int, int] = {}  # of the cells of the kernel running now
 
-    _deadline: float | None = None
-    _timed_out: set = set()  # cells that ran past their limit
-    _output_sizes: dict
+    def cell_timeout(self, cell=None) -> int:
+        """Whole seconds the next cell may run (cell_limit); nbclient's `timeout_func`."""
+        remaining = self.deadline - time.monotonic()
+        return cell_limit(self.timeout, remaining, bool(self.timed_out), self.limit_after_timeout)
 
-    # nbconvert re-runs NotebookClient.__init__ inside preprocess(), resetting
-    # attributes set here: these must be trait defaults.
-    # A flood of output can take longer to drain than nbclient's 4 s default.
-    # Not raising is safe: nbgrader's on_cell_executed adds the reply's error
-    # to the cell when its error output never arrived, so no failure is lost.
-    @default("iopub_timeout")
-    def _default_iopub_timeout(self):
-        return 15
+    def seconds_left(self) -> float:
+        return self.deadline - time.monotonic()
 
-    @default("raise_on_iopub_timeout")
-    def _default_raise_on_iopub_timeout(self):
+    def timed_out_interrupted(self, index: int, timeout: float) -> None:
+        """The cell `index` ran past its limit and stopped when interrupted."""
+        self.timed_out.add(index)
+        self.notes.problem(index, f"timed out after {timeout} s and was interrupted")
+
+    def ignored_interrupt(self, index: int | None, timeout: float) -> str:
+        """The reason a kernel is killed when a cell ran past `timeout` and kept running; the cell
+        `index` (None: only the reason is asked for) is marked as timed out."""
+        if index is not None:
+            self.timed_out.add(index)
+        return f"a cell ran past {timeout} s and ignored the interrupt"
+
+    def past_notebook_limit(self) -> str:
+        return f"the notebook ran past its time limit of {self.notebook_timeout:.0f} s"
+
+    def keep_output(self, outs: list, content: dict, index: int) -> bool:
+        """Whether an output message of the cell `index` is kept: past `max_output_bytes` it is
+        not, and the first one cut leaves a note in the cell's outputs and the notes."""
+        size = output_bytes(content)
+        used = self.output_sizes.get(index, 0)
+        self.output_sizes[index] = used + size
+        if used + size <= self.max_output_bytes:
+            return True
+        if used <= self.max_output_bytes:
+            note = f"[output truncated by the grader after {self.max_output_bytes} bytes]\n"
+            outs.append(NotebookNode(output_type="stream", name="stdout", text=note))  # stderr would fail the cell
+            self.output_truncated(index)
         return False
 
-    @default("timeout_func")
-    def _default_timeout_func(self):
-        return self._cell_timeout
-
-    def _start_clock(self) -> None:
-        """A notebook starts: its time limit runs from now, and no cell has timed out yet."""
-        self._deadline = time.monotonic() + self.notebook_timeout
-        self._timed_out = set()
-
-    def _cell_timeout(self, cell) -> int:
-        remaining = self._deadline - time.monotonic() if self._deadline else self.notebook_timeout
-        return cell_limit(self.timeout, remaining, bool(self._timed_out), self.limit_after_timeout)
-
-    def output(self, outs, msg, display_id, cell_index):
-        size = output_bytes(msg.get("content", {}))
-        used = self._output_sizes.get(cell_index, 0)
-        self._output_sizes[cell_index] = used + size
-        if used + size > self.max_output_bytes:
-            if used <= self.max_output_bytes:
-                note = f"[output truncated by the grader after {self.max_output_bytes} bytes]\n"
-                outs.append(NotebookNode(output_type="stream", name="stdout", text=note))  # stderr would fail the cell
-                self._problems.append(f"{self._name(cell_index)}: output truncated")
-            return None
-        return super().output(outs, msg, display_id, cell_index)
-
-    async def _async_handle_timeout(self, timeout, cell=None):
-        expired = self._deadline is not None and time.monotonic() >= self._deadline - 0.5
-        reply = await super()._async_handle_timeout(timeout, cell)
-        if expired:
-            raise DeadKernelError(f"the notebook ran past its time limit of {self.notebook_timeout:.0f} s")
-        # A kernel that honours the interrupt answers the execute request soon.
-        deadline = time.monotonic() + self.interrupt_grace
-        while time.monotonic() < deadline:
-            try:
-                msg = await self.kc.shell_channel.get_msg(timeout=0.2)
-            except Empty:
-                continue
-            if msg["msg_type"] == "execute_reply":
-                self._timed_out.add(self._current)
-                self._problems.append(f"{self._name(self._current)}: timed out after {timeout} s and was interrupted")
-                return reply
-        self._timed_out.add(self._current)
-        raise DeadKernelError(f"a cell ran past {timeout} s and ignored the interrupt")
+    def output_truncated(self, index: int) -> None:
+        self.notes.problem(index, "output truncated")

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 from nbformat import NotebookNode
-from nbgrader.preprocessors import Execute
 
 
 def error_output(ename: str, evalue: str) -> NotebookNode:
@@ -30,23 +29,37 @@ def cell_name(nb, index) -> str:
     return meta["grade_id"] if graded and meta.get("grade_id") else f"cell {index + 1}"
 
 
-class CellNotes(Execute):
-    """The cell running now, its name, and the notes of one notebook's run (see the module doc)."""
+class Notes:
+    """One notebook's notes (see the module doc): the cell running now, the problems and flags,
+    each note naming its cell as the student knows it. GuardedExecute makes one a notebook and
+    hands it to the parts that write notes."""
 
-    _current: int | None = None  # the code cell running now (None: none yet on this kernel)
-    _problems: list
-    _flags: list
+    def __init__(self, nb=None) -> None:
+        self.nb = nb
+        self.current: int | None = None  # the code cell running now (None: none yet on this kernel)
+        self.problems: list[str] = []
+        self.flags: list[str] = []
 
-    def _start_notes(self) -> None:
-        self._problems, self._flags = [], []
-
-    def _name(self, index) -> str:
+    def name(self, index) -> str:
         return cell_name(self.nb, index)
 
-    def _save_notes(self, nb) -> None:
+    def problem(self, index, text: str) -> None:
+        """A note on the cell `index`, once."""
+        note = f"{self.name(index)}: {text}"
+        if note not in self.problems:
+            self.problems.append(note)
+
+    def flag(self, index, flags) -> None:
+        """Tampering the runner saw, on the cell `index`, each once."""
+        for flag in flags:
+            note = f"{self.name(index)}: {flag}"
+            if note not in self.flags:
+                self.flags.append(note)
+
+    def save(self, nb) -> None:
         """Add this run's problems and flags to the notebook's metadata, each once."""
         meta = nb.metadata.setdefault("grader", {})
         known = meta.setdefault("problems", [])
-        known.extend(p for p in self._problems if p not in known)
+        known.extend(p for p in self.problems if p not in known)
         flags = meta.setdefault("flags", [])
-        flags.extend(f for f in self._flags if f not in flags)
+        flags.extend(f for f in self.flags if f not in flags)

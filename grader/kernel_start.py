@@ -28,16 +28,11 @@ import sys
 import tempfile
 
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
-from nbclient.util import run_sync
-from traitlets import Bool, Int, List, Unicode, default
 
 from . import sandbox as sandbox_tool
 from . import trusted
-from .cell_notes import CellNotes
 from .not_graded import GraderFailure
-from .sandbox import SandboxedKernelManager
 from .stray_processes import FORK_GUARD
-from .template import grader_kernel_name
 from .uids import SCRATCH_PREFIX
 
 EXIT_STATUS = 86
@@ -117,107 +112,52 @@ def keep_written(scratch: str, folder: str, copied: dict[str, tuple[int, int]]) 
     return kept
 
 
-class KernelStart(CellNotes):
-    """The kernel, its sandbox and scratch folder, its start-up lines, and failed starts (see the module doc)."""
+def exec_lines(preload: list[str]) -> list[str]:
+    """The kernel's extra arguments: the `preload` imports, the fork and exit guards and, last
+    (after torch is loaded, before any student code), the trusted runner's boot line."""
+    imports = "".join(f"__import__({name!r}); " for name in preload)
+    return [f"--IPKernelApp.exec_lines={imports}{FORK_GUARD}; {EXIT_GUARD}; {trusted.BOOT_LINE}"]
 
-    sandbox = Bool(True, help="run kernels in the bubblewrap sandbox").tag(config=True)
-    trusted_student_code = Bool(
-        False,
-        help=(
-            "True: where bubblewrap is missing, run student code unsandboxed (with a warning) "
-            "instead of refusing to grade. Only for code you trust."
-        ),
-    ).tag(config=True)
-    start_retries = Int(
-        2,
-        help="extra attempts at starting a kernel that failed before any student "
-        "code ran (a port race, a slow start on a loaded machine)",
-    ).tag(config=True)
-    preload = List(
-        Unicode(),
-        ["torch"],
-        help=(
-            "modules imported while the kernel starts, so that a cell's time limit measures the "
-            "student's code rather than the loading of big libraries"
-        ),
-    ).tag(config=True)
 
-    _scratch = ""
-    _graded_in = ""  # the folder nbgrader runs the notebook in (autograded/<student>/<assignment>)
-    _copied_in: dict[str, tuple[int, int]] = {}
-    _runner: trusted.RunnerChannel | None = None
+def use_sandbox(sandbox: bool, trusted_student_code: bool, log) -> bool:
+    """Whether kernels run in the sandbox: as `sandbox` says where bubblewrap is there; without it,
+    unsandboxed only when the course trusts its students (a warning), else GraderFailure."""
+    if not sandbox:
+        return False
+    if sandbox_tool.available():
+        return True
+    if trusted_student_code:
+        log.warning(
+            "STUDENT CODE RUNS UNSANDBOXED: bubblewrap is missing and the course config "
+            "says student code is trusted (GuardedExecute.trusted_student_code)."
+        )
+        return False
+    raise GraderFailure("refusing to run student code without a sandbox: " + sandbox_tool.TRUSTED_HINT)
 
-    # A graded kernel has nothing to save on the way out: killing it at once saves
-    # the graceful shutdown's round trip and wait (about 0.1 s a notebook).
-    @default("shutdown_kernel")
-    def _default_shutdown_kernel(self):
-        return "immediate"
 
-    @default("extra_arguments")
-    def _default_extra_arguments(self):
-        imports = "".join(f"__import__({name!r}); " for name in self.preload)
-        # The trusted test runner starts last: after torch is loaded, before any student code.
-        return [f"--IPKernelApp.exec_lines={imports}{FORK_GUARD}; {EXIT_GUARD}; {trusted.BOOT_LINE}"]
+class Scratch:
+    """The private folder a notebook's kernels run in, with the assignment's other files (not its
+    notebooks), in sub-folders too: nbgrader runs a notebook in its autograded/ folder
+    (`graded_in`), which holds the student's files and the course's over them. `keep_written`
+    brings what the notebook wrote back there; `remove` deletes the folder."""
 
-    # Grading kernels only: the grader's own kernel spec (template.py), never the students' python3.
-    @default("kernel_name")
-    def _default_kernel_name(self):
-        return grader_kernel_name()
+    def __init__(self, graded_in: str):
+        self.graded_in = graded_in
+        self.path = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
+        self.copied_in = copy_files(graded_in, self.path)
+        os.chmod(self.path, 0o700)
 
-    def _use_sandbox(self) -> bool:
-        if not self.sandbox:
-            return False
-        if sandbox_tool.available():
-            return True
-        if self.trusted_student_code:
-            self.log.warning(
-                "STUDENT CODE RUNS UNSANDBOXED: bubblewrap is missing and the course config "
-                "says student code is trusted (GuardedExecute.trusted_student_code)."
-            )
-            return False
-        raise GraderFailure("refusing to run student code without a sandbox: " + sandbox_tool.TRUSTED_HINT)
+    def keep_written(self) -> list[str]:
+        return keep_written(self.path, self.graded_in, self.copied_in)
 
-    def _open_scratch(self, resources, use_sandbox: bool) -> tuple[str, dict]:
-        """A private scratch folder with the assignment's other files (not its notebooks), in its
-        sub-folders too, where the kernels of this notebook run: nbgrader runs a notebook in its
-        autograded/ folder, which holds the student's files and the course's over them. The
-        resources point nbclient there; `keep_written` brings what the notebook wrote back."""
-        path = (resources or {}).get("metadata", {}).get("path") or os.getcwd()
-        scratch = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
-        self._copied_in = copy_files(path, scratch)
-        os.chmod(scratch, 0o700)
-        self._scratch, self._runner, self._graded_in = scratch, None, path
-        # nbgrader's Execute.__init__ always passes AsyncKernelManager as an
-        # argument (so a trait default would never apply): set ours here.
-        self.kernel_manager_class = SandboxedKernelManager
-        self.config.SandboxedKernelManager.scratch = scratch
-        self.config.SandboxedKernelManager.enabled = use_sandbox
-        resources = dict(resources or {})
-        resources["metadata"] = dict(resources.get("metadata", {}), path=scratch)
-        return scratch, resources
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
 
-    def _keep_written(self) -> None:
-        """What the notebook wrote in its working folder, into the folder it was graded in
-        (autograded/), as nbgrader keeps it there."""
-        if self._scratch and self._graded_in:
-            keep_written(self._scratch, self._graded_in, self._copied_in)
 
-    # The kernel's client comes with the runner's channel (trusted.py, test_path.py).
-    async def async_start_new_kernel_client(self):
-        kc = await super().async_start_new_kernel_client()
-        self._runner = trusted.RunnerChannel(self._scratch, timeout=self.startup_timeout)
-        return kc
-
-    # nbclient binds its sync names to its own coroutines: bind them to these.
-    start_new_kernel_client = run_sync(async_start_new_kernel_client)
-
-    def _start_failure(self, reason: str) -> tuple[str, bool]:
-        return start_failure(self.kernel_name, self.config.SandboxedKernelManager.enabled, reason)
-
-    def _start_failed(self, failures: list[str], reason: str) -> None:
-        """No student code ran on this kernel: the grader failed. Retry what may pass (not a
-        missing interpreter); past `start_retries`, the submission is not graded."""
-        cause, lasting = self._start_failure(reason)
-        failures.append(cause)
-        if lasting or len(failures) > self.start_retries:
-            raise GraderFailure(cause)
+def start_failed(failures: list[str], cause: str, lasting: bool, retries: int) -> None:
+    """No student code ran on this kernel: the grader failed, for `cause` (start_failure). Retry
+    what may pass (not a missing interpreter); past `retries` more tries, GraderFailure: the
+    submission is not graded."""
+    failures.append(cause)
+    if lasting or len(failures) > retries:
+        raise GraderFailure(cause)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import time
 
 import psutil
-from nbgrader.preprocessors import Execute
 
 from . import processes
 
@@ -44,13 +43,8 @@ def stop_strays(kernel: psutil.Process) -> None:
         time.sleep(0.01)
 
 
-class StrayProcesses(Execute):
-    """Each cell run ends with the processes it left below the kernel stopped (see the module doc)."""
-
-    def preprocess_cell(self, cell, resources, index):
-        try:
-            return super().preprocess_cell(cell, resources, index)
-        finally:
-            kernel = self.km.kernel_process() if hasattr(self.km, "kernel_process") else None
-            if kernel is not None:
-                stop_strays(kernel)
+def stop_strays_of(km) -> None:
+    """stop_strays below the kernel of the kernel manager `km` (GuardedExecute, as each cell ends)."""
+    kernel = km.kernel_process() if hasattr(km, "kernel_process") else None
+    if kernel is not None:
+        stop_strays(kernel)

@@ -189,12 +189,14 @@ def test_report_draws_the_class(graded):
 def test_after_a_time_out_later_cells_get_the_shorter_limit():
     """A loop in one answer that several tests call costs the cell limit once: once a cell of the
     notebook timed out, each later cell gets limit_after_timeout (never more than the cell limit)."""
-    from grader.execute import GuardedExecute
+    from grader.cell_limits import Limits
+    from grader.cell_notes import Notes
 
-    execute = GuardedExecute(timeout=60, limit_after_timeout=10)
-    execute._deadline, execute._timed_out = None, set()
-    assert execute._cell_timeout(None) == 60
-    execute._timed_out = {12}
-    assert execute._cell_timeout(None) == 10
-    execute.timeout = 5
-    assert execute._cell_timeout(None) == 5
+    clock = Limits(
+        Notes(), timeout=60, notebook_timeout=600, limit_after_timeout=10, interrupt_grace=5, max_output_bytes=1
+    )
+    assert clock.cell_timeout() == 60
+    clock.timed_out = {12}
+    assert clock.cell_timeout() == 10
+    clock.timeout = 5
+    assert clock.cell_timeout() == 5

@@ -76,7 +76,17 @@ def test_sandbox_command_line_clears_the_environment_and_sets_only_the_allowlist
     given = {args[i + 1]: args[i + 2] for i, arg in enumerate(args) if arg == "--setenv"}
     assert given["HOME"] == "/tmp/scratch-2" and given["LC_ALL"] == "C.UTF-8"
     assert "GRADER_TEST_TOKEN" not in given and "planted" not in args
-    set_here = {"LC_ALL", "HOME", "USER", "LOGNAME", "TMPDIR", "MPLCONFIGDIR", "PYTHONNOUSERSITE", "PWD"}
+    set_here = {
+        "LC_ALL",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "TMPDIR",
+        "MPLCONFIGDIR",
+        "PYTHONNOUSERSITE",
+        "PYTHONUSERBASE",
+        "PWD",
+    }
     assert set(given) <= set(sandbox_spec.PASSED_THROUGH) | set_here
     assert given["USER"] == given["LOGNAME"] == "student", "no real user's name, and never the instructor's"
 
