@@ -152,7 +152,14 @@ def _lms_parser(sub) -> None:
     lms = sub.add_parser("lms", help="grades into the LMS through LTI 1.3 (Assignment and Grade Services)")
     lms_sub = lms.add_subparsers(dest="lms_command", required=True)
     push = lms_sub.add_parser("push", help="each student's total for ASSIGNMENT into the LMS's line item")
-    push.add_argument("assignment")
+    push.add_argument(
+        "assignment",
+        metavar="ASSIGNMENT[=LINE_ITEM]",
+        help="the nbgrader assignment; =LINE_ITEM sends into a line item (a gradebook column) the "
+        "instructor made in the LMS, named by its label, URL or resourceId (never created), "
+        'e.g. "01_blocks=Homework 1"; without it, the line item whose resourceId is ASSIGNMENT '
+        "(created when missing)",
+    )
     push.add_argument("--dry-run", action="store_true", help="list what would be sent; contact nobody")
     push.add_argument("--force", action="store_true", help="send again what the LMS already has")
     push.add_argument(

@@ -565,6 +565,18 @@ def test_lms_urls_keep_their_query_strings():
     )
 
 
+@pytest.mark.unit
+def test_lms_push_help_names_the_line_item_form(capsys):
+    """`ASSIGNMENT=LINE_ITEM` (docs/lti.md) is in `lms push --help`, with what it names."""
+    from grader.__main__ import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["lms", "push", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert done.value.code == 0 and "ASSIGNMENT[=LINE_ITEM]" in out
+    assert "label, URL or resourceId" in out and "never created" in out
+
+
 def test_without_an_lti_configuration_the_hub_keeps_its_own_login(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "hub"))
     import serve
