@@ -374,7 +374,7 @@ def synchronize(device):
         torch.accelerator.synchronize(device)
 
 
-def per_call(fn, device, min_run_time=0.05):
+def per_call(fn, device, min_run_time=0.03):
     """Seconds per call of fn(): the fastest block of torch's benchmark timer, each block ending with the device idle."""
     synchronize(device)
     timer = benchmark.Timer(stmt="fn(); synchronize(device)",
@@ -496,7 +496,7 @@ print(f"clock read right after queueing: {queued * 1e3:.2f} ms; after synchroniz
 # are time it spent waiting: for the CPU to launch the next kernel, or for the
 # next batch.
 #
-# Below, eight training steps of a small network, each with the lesson's two
+# Below, four training steps of a small network, each with the lesson's two
 # costs marked: moving a batch from the host, and reading the loss with
 # `.item()`. (Kineto, the library behind the profiler, logs a line with the
 # time and the process id whenever a profile starts or stops; its log level
@@ -514,7 +514,7 @@ if device.type == "cuda":
 torch.manual_seed(6)
 mlp = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10)).to(device)
 sgd = torch.optim.SGD(mlp.parameters(), lr=0.1)
-host_batches = [(torch.randn(128, 64), torch.randint(0, 10, (128,))) for _ in range(8)]  # as a loader yields them
+host_batches = [(torch.randn(128, 64), torch.randint(0, 10, (128,))) for _ in range(4)]  # as a loader yields them
 
 
 def train_step(X, y):
@@ -683,7 +683,7 @@ for (memory, non_blocking), values in bandwidth.items():
 # (fork); on macOS and Windows they start as new Python processes (spawn) and
 # get the dataset by pickling, so a dataset class defined in a notebook
 # cannot be found there: keep it in a `.py` file (the `TensorDataset` below is
-# torch's own). Below, two workers feed the eight batches of an epoch, and the
+# torch's own). Below, two workers feed the four batches of an epoch, and the
 # profiler counts the loader's events: one per batch, and one more for the
 # call that ends the epoch.
 
@@ -691,7 +691,7 @@ for (memory, non_blocking), values in bandwidth.items():
 from torch.utils.data import DataLoader, TensorDataset
 
 torch.manual_seed(7)
-dataset = TensorDataset(torch.randn(1024, 64), torch.randint(0, 10, (1024,)))
+dataset = TensorDataset(torch.randn(512, 64), torch.randint(0, 10, (512,)))
 loader = DataLoader(dataset, batch_size=128, shuffle=True, num_workers=2,
                     pin_memory=device.type == "cuda", persistent_workers=True)
 with profile(activities=activities) as prof:
