@@ -855,7 +855,7 @@ else:
     print("this PyTorch was built without torch.distributed; skipped.")
 
 # %% [markdown]
-# ## In practice: precision, hidden synchronizations, overlapping copies
+# ## In practice: precision, fewer launches, hidden synchronizations, overlapping copies
 #
 # **Mixed precision.** Inside `torch.autocast(device_type, dtype)`, operations
 # that gain from a lower precision (matrix products, convolutions) run in
