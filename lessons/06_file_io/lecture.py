@@ -528,10 +528,16 @@ optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
 # `get_unsafe_globals_in_checkpoint` lists them all.
 
 # %%
+def refused(error):
+    """The part of torch.load's long message that names what it refused."""
+    found = re.search(r"(Unsupported global: GLOBAL \S+|but got <class '[\w.]+'>)", str(error))
+    return found.group(1) if found else str(error).splitlines()[0]
+
+
 try:
     load_checkpoint(root / "ckpt_data.pt", model, optimizer)
 except pickle.UnpicklingError as error:
-    print("UnpicklingError:", re.search(r"Unsupported global: (GLOBAL \S+)", str(error)).group(1))
+    print("UnpicklingError:", refused(error))
 print("the file asks for:", sorted(torch.serialization.get_unsafe_globals_in_checkpoint(root / "ckpt_data.pt")))
 
 # %% [markdown]
@@ -555,7 +561,7 @@ try:
     with torch.serialization.safe_globals(numpy_globals):
         load_checkpoint(root / "ckpt_data.pt", model, optimizer)
 except pickle.UnpicklingError as error:
-    print("UnpicklingError: ... but got", re.search(r"but got (<class '[\w.]+'>)", str(error)).group(1))
+    print("UnpicklingError:", refused(error))
 
 # %% [markdown]
 # With that class added, the checkpoint loads, and with every state restored
