@@ -624,10 +624,12 @@ print("built on meta, filled by reset_parameters:", torch.allclose(lean(X.float(
 # Its `right_inverse` maps a positive `y` back to the `x` with softplus `y`.
 # With a `right_inverse`, assignment works: `layer.weight = values` stores
 # `right_inverse(values)` as the original, and reading `layer.weight` gives the
-# values back. That is how `reset_parameters()` sets the starting weights.
-# Registering also passes the current weight through `right_inverse`, which
-# is why `__init__` registers first (the weight still holds `torch.empty`'s
-# leftovers) and fills afterwards.
+# values back. That is how `reset_parameters()` sets the starting weights,
+# so it needs the parametrization in place (a plain tensor assigned to a
+# parameter's name raises a `TypeError`): `__init__` registers first and fills
+# afterwards. Registering passes the current weight, still `torch.empty`'s
+# leftovers, through `right_inverse`, which may turn them into NaN; harmless,
+# since `reset_parameters()` overwrites them next.
 
 # %%
 from torch.nn.utils import parametrize
