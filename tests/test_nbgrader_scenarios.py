@@ -12,25 +12,20 @@ beside the notebook with `exclude_overwriting`, in a sub-folder too (test_grade_
 a notebook that reads its own data.txt (open_relative_file), a file the notebook writes
 (test_side_effects), NBGRADER_EXECUTION (test_grade_with_validating_envvar), a notebook left out
 of a two-notebook assignment whose cells share their names (test_grade_missing_notebook), and an
-empty release notebook without a kernelspec (test_missing_files).
+empty release notebook without a kernelspec (test_missing_files). The courses are built and
+compared by nbgrader_scenario_courses.py; test_nbgrader_scenarios_dates.py and _autotests.py grade
+the other scenarios, and test_nbgrader_scenario_map.py places every one of nbgrader's.
 """
 
 from __future__ import annotations
 
-import csv
-import shutil
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from types import SimpleNamespace
 
-import grader_cases
 import nbformat
-import nbgrader
 import pytest
 from nbgrader.api import Gradebook
 from nbgrader_docs_course import MINIMAL_CONFIG
+from nbgrader_scenario_courses import EMPTY, FILES, A, build, check_same, grade_both, texts
 from traitlets.config import Config
 
 from grader import collect, course, grade, kernel_start, report, restore, sandbox_spec, settings
@@ -39,142 +34,6 @@ from grader.cell_limits import cell_limit
 
 # The scenarios grade in the sandbox; the pieces below are also marked unit (make test-fast).
 pytestmark = pytest.mark.integration
-
-FILES = Path(nbgrader.__file__).parent / "tests" / "apps" / "files"
-A = "ps1"
-EMPTY = None  # a notebook as nbgrader's tests' _empty_notebook writes it: no cells, no kernelspec
-
-
-def _notebook(target: Path, name: str | None) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if name is EMPTY:
-        nbformat.write(nbformat.v4.new_notebook(), target)
-    else:
-        shutil.copyfile(FILES / name, target)
-
-
-def _files(target: Path, files: dict[str, str]) -> None:
-    for relative, text in files.items():
-        (target / relative).parent.mkdir(parents=True, exist_ok=True)
-        (target / relative).write_text(text, encoding="utf-8")
-
-
-def build(tmp_path: Path, config: str, source: dict, source_files: dict, hand_ins: dict) -> tuple[Path, Path, Path]:
-    """A course (source/ps1 of `source` notebooks and `source_files`), copied for plain nbgrader with
-    the hand-ins in submitted/<student>/ps1/, and the same hand-ins as a downloads folder for the
-    grader. `hand_ins`: student -> {file name: nbgrader test file, EMPTY, or text for other files}."""
-    ours = tmp_path / "course"
-    (ours / "source" / A).mkdir(parents=True)
-    (ours / "nbgrader_config.py").write_text(MINIMAL_CONFIG + config, encoding="utf-8")
-    for notebook, name in source.items():
-        _notebook(ours / "source" / A / f"{notebook}.ipynb", name)
-    _files(ours / "source" / A, source_files)
-    plain = tmp_path / "plain"
-    shutil.copytree(ours, plain)
-    downloads = tmp_path / "downloads"
-    for student, files in hand_ins.items():
-        for folder in (plain / "submitted" / student / A, downloads / student / A):
-            folder.mkdir(parents=True)
-            for name, what in files.items():
-                if name.endswith(".ipynb"):
-                    _notebook(folder / name, what)
-                else:
-                    _files(folder, {name: what})
-    return ours, plain, downloads
-
-
-def run_plain(plain: Path) -> None:
-    grader_cases.nbgrader(plain, "generate_assignment", A, "--force")
-    grader_cases.nbgrader(plain, "autograde", A)
-
-
-def run_grader(ours: Path, downloads: Path, tmp_path: Path, *extra: str) -> dict[str, dict]:
-    out = tmp_path / f"grades{'-'.join(extra)}.csv"
-    done = subprocess.run(
-        [sys.executable, "-m", "grader", "grade", A, "--submissions", str(downloads), "--root", str(ours),
-         "--jobs", "2", "--out", str(out), *extra],
-        cwd=tmp_path, env=grader_cases.cli_env(), capture_output=True, text=True,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    with open(out, newline="", encoding="utf-8") as handle:
-        return {row["student_id"]: row for row in csv.DictReader(handle)}
-
-
-# Formgrader's Autograde button runs nbgrader's autograde with the course's config, which names
-# the grader's engine (docs/hub.md): the same command here, on a copy of plain nbgrader's course.
-FORMGRADER_CONFIG = "\nfrom grader.pipeline import use_safe_autograde\nuse_safe_autograde(c)\n"
-
-
-def grade_both(ours: Path, plain: Path, downloads: Path, tmp_path: Path, other_paths: bool = False):
-    """Plain nbgrader and the grader, side by side (each mostly waits on its kernels). With
-    `other_paths`, also Formgrader's path (nbgrader autograde with the course's engine, in a copy of
-    plain's course: tmp_path/formgrader) and the Dask path (`--scheduler local`, in a copy of the
-    grader's course: tmp_path/dask), each checked against plain nbgrader as the CLI is."""
-    if other_paths:
-        shutil.copytree(plain, tmp_path / "formgrader")
-        with open(tmp_path / "formgrader" / "nbgrader_config.py", "a", encoding="utf-8") as config:
-            config.write(FORMGRADER_CONFIG)
-        shutil.copytree(ours, tmp_path / "dask")
-    with ThreadPoolExecutor(3) as pool:
-        done = [pool.submit(run_plain, plain)]
-        if other_paths:
-            done.append(pool.submit(run_plain, tmp_path / "formgrader"))
-            on_dask = pool.submit(run_grader, tmp_path / "dask", downloads, tmp_path, "--scheduler", "local")
-        rows = run_grader(ours, downloads, tmp_path)
-        for each in done:
-            each.result()
-    if other_paths:
-        dask_rows = on_dask.result()
-        assert cell_scores(tmp_path / "formgrader") == cell_scores(plain), "Formgrader's path"
-        assert cell_scores(tmp_path / "dask") == cell_scores(plain), "the Dask path"
-        assert {s: (r["score"], r["status"]) for s, r in dask_rows.items()} == {
-            s: (r["score"], r["status"]) for s, r in rows.items()
-        }, "the Dask path's rows"
-        for student in cell_scores(plain):
-            expected = autograded_files(plain, student)
-            assert autograded_files(tmp_path / "formgrader", student) == expected, ("Formgrader's path", student)
-            assert autograded_files(tmp_path / "dask", student) == expected, ("the Dask path", student)
-    return rows
-
-
-def cell_scores(course: Path) -> dict[str, dict[tuple[str, str], float | None]]:
-    """student -> (notebook, cell) -> the auto score the gradebook holds."""
-    scores: dict[str, dict[tuple[str, str], float | None]] = {}
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
-        for submission in gradebook.find_assignment(A).submissions:
-            cells = scores.setdefault(submission.student.id, {})
-            for notebook in submission.notebooks:
-                for grade in notebook.grades:
-                    cells[notebook.name, grade.name] = grade.auto_score
-    return scores
-
-
-def autograded_files(course: Path, student: str) -> dict[str, str | None]:
-    """Each file nbgrader left in autograded/<student>/ps1: its text (None for a notebook)."""
-    folder = course / "autograded" / student / A
-    return {
-        str(p.relative_to(folder)): None if p.suffix == ".ipynb" else p.read_text(encoding="utf-8")
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
-
-
-def check_same(ours: Path, plain: Path, rows: dict[str, dict], flagged: set[str] = frozenset()) -> None:
-    """Every notebook's every cell scored as plain nbgrader scored it, in the gradebook and in the CSV
-    (whose columns are the cells' keys), and the same files in autograded/."""
-    expected, got = cell_scores(plain), cell_scores(ours)
-    assert got == expected
-    for student, cells in expected.items():
-        row = rows[student]
-        assert row["status"] == ("flagged" if student in flagged else "graded"), row
-        assert autograded_files(ours, student) == autograded_files(plain, student), student
-        names = [name for _, name in cells]
-        for (notebook, name), score in cells.items():
-            key = f"{notebook}:{name}" if names.count(name) > 1 else name
-            if key in row:  # an autograded test's column (written answers are not columns)
-                assert float(row[key]) == (score or 0), (student, key, row)
-        tests = sum(float(row[k]) for k in row if k in {n if names.count(n) == 1 else f"{nb}:{n}" for nb, n in cells})
-        assert float(row["score"]) == tests, row
 
 
 @pytest.mark.sandbox
@@ -211,7 +70,7 @@ def test_cheat_attempts_under_no_time_limit_and_files_handed_in_with_exclude_ove
                     mark.manual_score = 1
         gradebook.db.commit()
     assert report.collect_scores(A, root=ours)[-1]["bar"] == 0
-    files = autograded_files(ours, "foo")
+    files = texts(ours, "foo")
     # The course's files over the student's, but the student's helper.py, as nbgrader's test asserts.
     assert files["data.csv"] == files["subdir/data.csv"] == "some,data\n"
     assert files["helper.py"] == files["subdir/helper.py"] == "print('this is different!')\n"
@@ -236,7 +95,7 @@ def test_files_read_written_and_nbgrader_execution_in_one_assignment(tmp_path):
     )
     rows = grade_both(ours, plain, downloads, tmp_path, other_paths=True)
     assert float(rows["foo"]["score"]) == 10, rows["foo"]
-    assert autograded_files(ours, "foo")["side-effect.txt"] == "a side effect"
+    assert texts(ours, "foo")["side-effect.txt"] == "a side effect"
     check_same(ours, plain, rows)
 
 
