@@ -157,7 +157,7 @@ def _lms_parser(sub) -> None:
         metavar="ASSIGNMENT[=LINE_ITEM]",
         help="the nbgrader assignment; =LINE_ITEM sends into a line item (a gradebook column) the "
         "instructor made in the LMS, named by its label, URL or resourceId (never created), "
-        'e.g. "01_blocks=Homework 1"; without it, the line item whose resourceId is ASSIGNMENT '
+        'e.g. "ps1=Homework 1"; without it, the line item whose resourceId is ASSIGNMENT '
         "(created when missing)",
     )
     push.add_argument("--dry-run", action="store_true", help="list what would be sent; contact nobody")
@@ -166,7 +166,7 @@ def _lms_parser(sub) -> None:
         "--lti",
         type=Path,
         default=None,
-        help="the hub's LTI folder, HUB_STATE/hub/lti (default: found next to --root or in .hub)",
+        help="the hub's LTI folder, HUB_STATE/lti (default: found next to --root or in .hub)",
     )
     push.add_argument("--db-url", default=None, help="gradebook URL (default: the course's)")
     push.add_argument("--root", type=Path, default=None, help=ROOT_HELP)

@@ -10,7 +10,7 @@ What a class cannot lose, and where it lives:
                                                  (the CSV files), .exchange/ (release and hand-ins),
                                                  .grader-state/ (releases graded against: history.py)
     the hub's state (--hub-state, default .hub   hub/ (JupyterHub's database and cookie secret,
-    when it exists)                              passwords.csv, lti/: the tool's key, tool.json and the
+    when it exists)                              passwords.csv), lti/ (the tool's key, tool.json and the
                                                  LTI launch store), course/ (the grader's course: its
                                                  gradebook and every hand-in), exchange/
     a PostgreSQL gradebook (--db-url, or the     dumped with pg_dump into the archive, restored with psql
@@ -44,7 +44,7 @@ from pathlib import Path
 from .history import course_sources
 
 COURSE_PARTS = ("gradebook.db", "submitted", "autograded", "feedback", "grades", ".exchange", ".grader-state")
-HUB_PARTS = ("hub", "course", "exchange")
+HUB_PARTS = ("hub", "lti", "course", "exchange")
 MANIFEST = "backup.json"
 # Each option as the user types it: on python -m grader.backup's command line, or to make restore
 # (the Makefile passes --via-make), so that a refusal names what to type.

@@ -7,7 +7,8 @@ What it reads:
   only when the submission is graded: autograded, not marked invalid or flagged by the
   grader, and with every written answer graded in Formgrader. Everyone else is listed
   with the reason.
-- the hub's LTI folder (--lti; `make hub` writes it as HUB_STATE/hub/lti): `tool.json`
+- the hub's LTI folder (--lti; `make hub` writes it as HUB_STATE/lti, the grader account's, so
+  that push runs as that account: from the Formgrader service, hub/lms_service.py): `tool.json`
   (the platform's issuer, client id and token URL, the hub's public URL), `tool-key.pem`
   (the tool's private key, whose public half the hub serves at /hub/lti13/jwks) and
   `lti.sqlite`, where the hub records each accepted launch: hub user name (the nbgrader
@@ -115,7 +116,7 @@ def find_lti_dir(given: Path | None, course_root: Path) -> Path:
     candidates = (
         [given]
         if given
-        else [course_root.parent / "hub" / "lti", Path(os.environ.get("HUB_STATE") or ".hub") / "hub" / "lti"]
+        else [course_root.parent / "lti", Path(os.environ.get("HUB_STATE") or ".hub") / "lti"]
     )
     for folder in candidates:
         if (folder / "tool.json").exists():
@@ -124,7 +125,7 @@ def find_lti_dir(given: Path | None, course_root: Path) -> Path:
         "no LTI configuration (tool.json) in "
         + " or ".join(str(c) for c in candidates)
         + ": start `make hub` with an LTI configuration first (docs/lti.md), "
-        "or name the folder with --lti HUB_STATE/hub/lti"
+        "or name the folder with --lti HUB_STATE/lti"
     )
 
 

@@ -22,7 +22,7 @@ Run as root: it creates a Linux account for everyone in the roster. Then:
    hub/jupyterhub_config.py` on 127.0.0.1:HUB_PORT.
 
 With an LTI 1.3 configuration (HUB_LTI_* variables or the JSON file HUB_LTI_CONFIG,
-see LTI_SETTINGS below and docs/lti.md) people sign in from the LMS instead
+see hub/lti_setup.py and docs/lti.md) people sign in from the LMS instead
 (hub/lti.py), and each first launch creates that person's account; the roster
 then needs only the grader.
 
@@ -47,10 +47,10 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from exchange import layout as exchange
 from exchange import owned
+from lti_setup import LTI_SETTINGS, lti_settings, lti_tool  # noqa: F401 (LTI_SETTINGS: make hub's names)
 
 HUB = Path(__file__).resolve().parent
 ROOT = HUB.parent
@@ -103,86 +103,6 @@ def read_roster(path: Path) -> tuple[list[Member], list[str]]:
     if len(graders) != 1:
         fail(f"{path}: the roster needs exactly one account with role 'grader' (found {len(graders)})")
     return members, problems
-
-
-# The LTI configuration: JSON key -> environment variable (which wins over the file).
-LTI_SETTINGS = {
-    "issuer": "HUB_LTI_ISSUER",  # the platform's issuer (iss), e.g. https://canvas.instructure.com
-    "client_id": "HUB_LTI_CLIENT_ID",  # the tool's client id in the platform
-    "deployment_id": "HUB_LTI_DEPLOYMENT_ID",  # one or more, separated by commas or spaces
-    "login_url": "HUB_LTI_LOGIN_URL",  # the platform's OIDC authorization (authentication request) URL
-    "jwks_url": "HUB_LTI_JWKS_URL",  # the platform's public keyset URL
-    "token_url": "HUB_LTI_TOKEN_URL",  # the platform's OAuth 2 access token URL
-    "tool_url": "HUB_LTI_TOOL_URL",  # optional: this hub as browsers reach it (default http://localhost:PORT)
-    "username_claim": "HUB_LTI_USERNAME_CLAIM",  # optional: login_id (default), sis_id or sub (docs/lti.md)
-}
-USERNAME_CLAIMS = ("login_id", "sis_id", "sub")
-LTI_URLS = ("issuer", "login_url", "jwks_url", "token_url", "tool_url")
-
-
-def lti_settings(port: int) -> dict | None:
-    """The LTI configuration from HUB_LTI_CONFIG and the HUB_LTI_* variables; None when there is none."""
-    values: dict = {}
-    if os.environ.get("HUB_LTI_CONFIG"):
-        path = Path(os.environ["HUB_LTI_CONFIG"])
-        try:
-            values = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            fail(f"HUB_LTI_CONFIG: cannot read {path} as JSON: {error}")
-        unknown = sorted(set(values) - set(LTI_SETTINGS))
-        if unknown:
-            fail(f"HUB_LTI_CONFIG: {path} has unknown keys {', '.join(unknown)} (known: {', '.join(LTI_SETTINGS)})")
-    values.update({key: os.environ[var] for key, var in LTI_SETTINGS.items() if os.environ.get(var)})
-    if not values:
-        return None
-    values.setdefault("tool_url", f"http://localhost:{port}")
-    values.setdefault("username_claim", "login_id")
-    if values["username_claim"] not in USERNAME_CLAIMS:
-        fail(f"LTI username_claim is one of {', '.join(USERNAME_CLAIMS)}, not {values['username_claim']!r}")
-    missing = [f"{key} ({LTI_SETTINGS[key]})" for key in LTI_SETTINGS if not values.get(key)]
-    if missing:
-        fail("the LTI configuration lacks " + ", ".join(missing) + "; see docs/lti.md")
-    for key in LTI_URLS:
-        parts = urlsplit(str(values[key]))
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            fail(f"LTI {key} must be an http(s) URL, not {values[key]!r}")
-    if urlsplit(values["tool_url"]).path not in ("", "/"):
-        fail(
-            "LTI tool_url is the hub's own address (scheme, host, port), without a path: "
-            f"{values['tool_url']!r}; the hub serves at its root (/hub/, /user/NAME/, /services/...)"
-        )
-    ids = values["deployment_id"]
-    ids = [str(i) for i in ids] if isinstance(ids, list) else re.split(r"[\s,]+", str(ids).strip())
-    values["deployment_ids"] = sorted(set(ids) - {""})
-    values["client_id"] = str(values["client_id"])
-    return values
-
-
-def lti_tool(private: Path, lti: dict) -> dict:
-    """The tool's key, tool.json (what `lms push` reads) and the launch store, in private/lti."""
-    sys.path.insert(0, str(ROOT))
-    from grader import lti_tool as tool_parts
-
-    folder = private / "lti"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    tool = {
-        **{k: v for k, v in lti.items() if k != "deployment_id"},
-        "course_id": COURSE_ID,
-        "key": str(folder / "tool-key.pem"),
-        "store": str(folder / "lti.sqlite"),
-    }
-    tool_parts.load_key(tool["key"], create=True)
-    tool_parts.Store(tool["store"])
-    (folder / "tool.json").write_text(json.dumps(tool, indent=1))
-    base = tool["tool_url"].rstrip("/") + "/hub/lti13/"
-    print(
-        f"LTI 1.3 sign-in from {tool['issuer']} (client id {tool['client_id']}); register this tool there with\n"
-        f"  login (OIDC initiation) URL: {base}oauth_login\n  redirect (launch) URL:       {base}oauth_callback\n"
-        f"  public keyset (JWKS) URL:    {base}jwks\n  target link URL:             {tool['tool_url'].rstrip('/')}/hub\n"
-        f"  Canvas JSON configuration:   {base}config",
-        flush=True,
-    )
-    return tool
 
 
 def free_port() -> int:
@@ -443,7 +363,7 @@ def inside(state: Path, port: int, roster: Path, db_url: str, assignments: list[
         "tas": [m.name for m in members if m.role == "ta"],
         **class_settings(port, private),
         "gradebook": db_url or f"sqlite:///{course / 'gradebook.db'}",
-        "lti": lti_tool(private, lti) if lti else None,
+        "lti": lti_tool(state, lti, grader, COURSE_ID) if lti else None,
     }
     (private / "class.json").write_text(json.dumps(settings, indent=1))
     os.chdir(private)
@@ -470,7 +390,10 @@ def main() -> None:
     proxy = HUB / "node_modules" / ".bin" / "configurable-http-proxy"
     if not os.access(proxy, os.X_OK):
         fail(f"JupyterHub's proxy is missing ({proxy}): `make hub` installs it with npm ci in hub/")
-    lti = lti_settings(port)
+    try:
+        lti = lti_settings(port)
+    except ValueError as error:
+        fail(str(error))
     if len(sys.argv) > 1 and sys.argv[1] == "--inside":
         inside(state, port, roster, db_url, assignments, lti)
         return

@@ -182,7 +182,7 @@ DEFERRED_BY_DESIGN = {
     "tools/check_env.py": "reports each missing package instead of failing on the first",
     "tools/cells.py": "sets matplotlib's backend in this process only, when answers are run",
     "grader/report.py": "imports matplotlib (0.4 s) for the report command only, not for every command",
-    "hub/serve.py": "imports the grader after putting the repository on the path of the hub's process",
+    "hub/lti_setup.py": "imports the grader after putting the repository on the path of the hub's process",
 }
 
 

@@ -57,9 +57,12 @@ def graded_class(tmp_path_factory):
     rows = grade.run(grade.Options(A, downloads, jobs=2, root=root, cell_timeout=30, notebook_timeout=120))
     assert {r.student_id: r.status for r in rows} == {"ada": "graded", "bob": "graded"}
     hub = top / "hub-state"
-    (hub / "hub" / "lti").mkdir(parents=True)
-    (hub / "hub" / "lti" / "tool-key.pem").write_text("-----BEGIN PRIVATE KEY-----\n")
-    os.chmod(hub / "hub" / "lti" / "tool-key.pem", 0o600)
+    (hub / "hub").mkdir(parents=True)
+    (hub / "hub" / "passwords.csv").write_text("ada,secret\n")
+    (hub / "lti").mkdir()
+    (hub / "lti" / "tool-key.pem").write_text("-----BEGIN PRIVATE KEY-----\n")
+    os.chmod(hub / "lti" / "tool-key.pem", 0o600)
+    os.chmod(hub / "lti", 0o700)
     os.chmod(hub / "hub", 0o700)
     inbound = hub / "exchange" / "pytorch-building-blocks" / "inbound"
     inbound.mkdir(parents=True)

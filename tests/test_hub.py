@@ -637,6 +637,23 @@ def test_a_ta_grades_in_formgrader_but_may_not_release_collect_or_autograde(hub)
         assert answer.status_code == 403 and "Only an instructor" in answer.reason, (path, answer.status_code)
     answer = ta.put(f"{formgrader}/api/assignment/{A}", headers=headers, json={"duedate": None}, timeout=30)
     assert answer.status_code == 403, answer.status_code
+    # The service is a Jupyter server running as the grader account: a kernel, a terminal or a file
+    # written there would run or change anything (nbgrader autograde, the course's config). Not a TA's.
+    service = f"{hub['url']}/services/{COURSE}"
+    as_grader = [
+        ("POST", "/api/kernels", {"name": "python3"}),
+        ("POST", "/api/sessions", {"path": "x.ipynb", "type": "notebook", "kernel": {"name": "python3"}}),
+        ("POST", "/api/terminals", None),
+        ("PUT", "/api/contents/nbgrader_config.py", {"type": "file", "format": "text", "content": "c = 1\n"}),
+        ("POST", "/api/contents/", {"type": "notebook"}),
+        ("PATCH", "/api/contents/nbgrader_config.py", {"path": "moved.py"}),
+        ("DELETE", "/api/contents/nbgrader_config.py", None),
+    ]
+    for method, path, body in as_grader:
+        answer = ta.request(method, service + path, headers=headers, json=body, timeout=30)
+        assert answer.status_code == 403 and "grader account" in answer.reason, (method, path, answer.status_code)
+    assert ta.get(f"{service}/api/contents/nbgrader_config.py", timeout=30).status_code == 200, "reading stays"
+    assert ta.get(f"{service}/api/kernels", timeout=30).json() == [], "no kernel was started"
     # Feedback is the TA's to give.
     answer = ta.post(f"{formgrader}/api/assignment/{A}/generate_feedback", headers=headers, timeout=240)
     assert answer.status_code == 200, (answer.status_code, answer.text[:500])

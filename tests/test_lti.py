@@ -189,7 +189,7 @@ def test_a_student_launch_signs_in_under_a_stable_name(cls):
     ben = Launch(cls, BEN)
     assert ben.signed_in and expected_name(BEN) in ben.session.get(f"{cls['hub']}/hub/home", timeout=30).text
     # The launch's AGS endpoint claim is kept where `lms push` reads it.
-    with sqlite3.connect(cls["state"] / "hub" / "lti" / "lti.sqlite") as db:
+    with sqlite3.connect(cls["state"] / "lti" / "lti.sqlite") as db:
         sub, role, claims = db.execute("select sub, role, claims from launches where name = 'lti-1001'").fetchone()
     assert (sub, role) == (ANA, "student")
     assert json.loads(claims)["ags"]["lineitems"] == cls["lms"]["lineitems"]
@@ -218,7 +218,7 @@ def test_instructors_get_formgrader_and_the_admin_page_tas_formgrader_only_stude
         for who, launch in (("teacher", teacher), ("assistant", assistant), ("student", student))
     }
     assert pages == {"teacher": 200, "assistant": 403, "student": 403}, pages
-    with sqlite3.connect(cls["state"] / "hub" / "lti" / "lti.sqlite") as db:
+    with sqlite3.connect(cls["state"] / "lti" / "lti.sqlite") as db:
         roles = dict(db.execute("select sub, role from launches where sub in (?, ?)", (INES, TARA)).fetchall())
     assert roles == {INES: "instructor", TARA: "ta"}
 
@@ -430,7 +430,7 @@ def test_lms_push_sends_each_graded_total_once(cls):
     assert len(platform_state(cls)["score_log"]) == 6
 
     # The local record lost: the platform's results say what it has, so nothing is sent again.
-    with sqlite3.connect(cls["state"] / "hub" / "lti" / "lti.sqlite") as db:
+    with sqlite3.connect(cls["state"] / "lti" / "lti.sqlite") as db:
         db.execute("delete from sent")
     rc, out = push(cls)
     assert rc == 0 and "0 sent, 3 already in the LMS" in out, out
@@ -497,7 +497,7 @@ def test_lms_push_reports_a_refused_token_clearly(cls, tmp_path):
     """A tool key the platform does not know: the token is refused, nobody is sent, the run says why."""
     folder = tmp_path / "lti"
     folder.mkdir()
-    real = cls["state"] / "hub" / "lti"
+    real = cls["state"] / "lti"
     tool = json.loads((real / "tool.json").read_text())
     tool["key"] = str(folder / "other-key.pem")
     (folder / "tool.json").write_text(json.dumps(tool))
@@ -565,6 +565,59 @@ def test_lms_urls_keep_their_query_strings():
     )
 
 
+# A POST from a page of the service, as Formgrader's own scripts make theirs (the service's _xsrf cookie).
+PUSH_FROM_THE_PAGE = """async (body) => {
+  const xsrf = document.cookie.split('; ').find((c) => c.startsWith('_xsrf='));
+  const answer = await fetch(location.pathname.split('/formgrader')[0] + '/lms/push', {
+    method: 'POST', body: JSON.stringify(body),
+    headers: {'Content-Type': 'application/json', 'X-XSRFToken': xsrf ? decodeURIComponent(xsrf.slice(6)) : ''},
+  });
+  return {status: answer.status, text: await answer.text()};
+}"""
+
+
+@pytest.mark.skipif(
+    not os.access(browser_steps.CHROMIUM, os.X_OK),
+    reason=f"{browser_steps.CHROMIUM} is absent: install Debian's chromium (apt-get install chromium; .ci/run does)",
+)
+def test_a_ta_pushes_from_the_formgrader_service_as_the_grader_account_without_root(cls):
+    """`lms push` through the course's Formgrader service (hub/lms_service.py), from a TA's browser:
+    a regrade goes to the LMS, the command ran as the grader account (which owns the LTI folder);
+    a student never reaches the endpoint."""
+    from playwright.sync_api import sync_playwright
+
+    ana = expected_name(ANA)
+    assert Launch(cls, ANA).signed_in  # the LMS user id a score goes to
+    grade(cls, ana, 0.6, 2.0)  # a regrade the LMS has not got yet
+    before = len(log_of(cls, ANA))
+    service = f"http://{COURSE}--service.localhost:{cls['port']}/services/{COURSE}"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=browser_steps.CHROMIUM, args=browser_steps.CHROMIUM_ARGS)
+        try:
+            student = launched_in_a_browser(browser, cls, BEN)
+            student.goto(f"{service}/formgrader")
+            student.locator("text=403").first.wait_for()
+            assert student.evaluate(PUSH_FROM_THE_PAGE, {"assignment": A})["status"] != 200
+            assistant = launched_in_a_browser(browser, cls, TARA)
+            assistant.goto(f"{service}/formgrader")
+            assistant.locator("td", has_text=A).first.wait_for()
+            answer = assistant.evaluate(PUSH_FROM_THE_PAGE, {"assignment": A, "dry_run": True})
+            assert answer["status"] == 200, answer
+            result = json.loads(answer["text"])
+            assert result["status"] == 0 and re.search(rf"would send +{ana}", result["output"]), result
+            assert len(log_of(cls, ANA)) == before, "a dry run sends nothing"
+            result = json.loads(assistant.evaluate(PUSH_FROM_THE_PAGE, {"assignment": A})["text"])
+            assert result["status"] == 0 and re.search(rf"sent +{ana} \(LMS user {ANA}\)", result["output"]), result
+            assert assistant.evaluate(PUSH_FROM_THE_PAGE, {"assignment": "--force"})["status"] == 400
+        finally:
+            browser.close()
+    total = totals(cls)[ana]
+    assert [(s["scoreGiven"], s["scoreMaximum"]) for s in log_of(cls, ANA)[before:]] == [total]
+    folder = cls["state"] / "lti"
+    owners = {pwd.getpwuid(p.stat().st_uid).pw_name for p in [folder, *folder.iterdir()]}
+    assert owners == {"ltit-grader"} and oct(folder.stat().st_mode & 0o777) == "0o700", owners
+
+
 @pytest.mark.unit
 def test_lms_push_help_names_the_line_item_form(capsys):
     """`ASSIGNMENT=LINE_ITEM` (docs/lti.md) is in `lms push --help`, with what it names."""
@@ -579,15 +632,15 @@ def test_lms_push_help_names_the_line_item_form(capsys):
 
 def test_without_an_lti_configuration_the_hub_keeps_its_own_login(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "hub"))
-    import serve
+    import lti_setup
 
-    for var in serve.LTI_SETTINGS.values():
+    for var in lti_setup.LTI_SETTINGS.values():
         monkeypatch.delenv(var, raising=False)
     monkeypatch.delenv("HUB_LTI_CONFIG", raising=False)
-    assert serve.lti_settings(8000) is None
+    assert lti_setup.lti_settings(8000) is None
     monkeypatch.setenv("HUB_LTI_ISSUER", "https://canvas.instructure.com")
-    with pytest.raises(SystemExit):
-        serve.lti_settings(8000)
+    with pytest.raises(ValueError, match="lacks"):
+        lti_setup.lti_settings(8000)
     config = (ROOT / "hub" / "jupyterhub_config.py").read_text()
     assert 'c.JupyterHub.authenticator_class = "pam"' in config
 
@@ -705,16 +758,13 @@ def test_a_class_launched_from_the_lms_in_a_browser_gets_its_grades_back(cls):
             grade_written_answer(cls, teacher, service, student)
             shot(teacher, "07_instructor_graded_the_written_answer")
 
-            # Grades back to the LMS, read on its gradebook page.
-            done = subprocess.run(
-                [PY, "-m", "grader", "lms", "push", A, "--root", str(cls["state"] / "course")],
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-            assert done.returncode == 0, done.stdout + done.stderr
-            assert re.search(rf"sent +{student} \(LMS user {LEA}\)", done.stdout), done.stdout
+            # Grades back to the LMS from the instructor's Formgrader page (no root: the service runs
+            # lms push as the grader account), read on the LMS's gradebook page.
+            teacher.goto(f"{service}/formgrader")
+            answer = teacher.evaluate(PUSH_FROM_THE_PAGE, {"assignment": A})
+            assert answer["status"] == 200, answer
+            done = json.loads(answer["text"])
+            assert done["status"] == 0 and re.search(rf"sent +{student} \(LMS user {LEA}\)", done["output"]), done
             maximum = submissions.max_score(A)
             gradebook = browser.new_context().new_page()
             pages.append(gradebook)

@@ -24,33 +24,64 @@ c.HTMLExporter.preprocessors = ["nbconvert.preprocessors.sanitize.SanitizeHTML"]
 # scope the hub puts in an instructor's token only (custom:formgrader:manage, hub/jupyterhub_config.py).
 # A TA grades by hand, comments and generates and releases feedback; creating an assignment,
 # releasing, collecting and autograding answer 403 with the reason (Formgrader shows its error dialog).
+# The service is a whole Jupyter server running as the grader account: a kernel or a terminal there
+# runs anything the grader account may (nbgrader autograde, an edit of the course's config), and so
+# does a file written through the contents API. Those are an instructor's too; a TA gets 403.
+from jupyter_server.services.contents.handlers import ContentsHandler, ModifyCheckpointsHandler  # noqa: E402
+from jupyter_server.services.kernels.handlers import KernelActionHandler, KernelHandler, MainKernelHandler  # noqa: E402
+from jupyter_server.services.kernels.websocket import KernelWebsocketHandler  # noqa: E402
+from jupyter_server.services.sessions.handlers import SessionHandler, SessionRootHandler  # noqa: E402
+from jupyter_server_terminals.api_handlers import TerminalHandler, TerminalRootHandler  # noqa: E402
+from jupyter_server_terminals.handlers import TermSocket  # noqa: E402
 from nbgrader.server_extensions.formgrader import apihandlers  # noqa: E402
 from tornado import web  # noqa: E402
 
 MANAGE = "custom:formgrader:manage"
+COURSE_STEPS = "Only an instructor may create, release, collect or autograde; a TA grades by hand"
+GRADER_ACCOUNT = "Only an instructor may run code or change files as the grader account; a TA grades by hand"
 INSTRUCTORS_ONLY = {
-    apihandlers.AssignmentHandler: "put",  # create or change an assignment
-    apihandlers.AssignHandler: "post",  # generate the student version
-    apihandlers.ReleaseHandler: "post",
-    apihandlers.UnReleaseHandler: "post",
-    apihandlers.CollectHandler: "post",
-    apihandlers.AutogradeHandler: "post",
+    apihandlers.AssignmentHandler: ("put", COURSE_STEPS),  # create or change an assignment
+    apihandlers.AssignHandler: ("post", COURSE_STEPS),  # generate the student version
+    apihandlers.ReleaseHandler: ("post", COURSE_STEPS),
+    apihandlers.UnReleaseHandler: ("post", COURSE_STEPS),
+    apihandlers.CollectHandler: ("post", COURSE_STEPS),
+    apihandlers.AutogradeHandler: ("post", COURSE_STEPS),
+    MainKernelHandler: ("post", GRADER_ACCOUNT),  # start a kernel
+    KernelHandler: ("delete", GRADER_ACCOUNT),
+    KernelActionHandler: ("post", GRADER_ACCOUNT),  # interrupt, restart
+    KernelWebsocketHandler: ("get", GRADER_ACCOUNT),  # run code in a kernel an instructor started
+    SessionRootHandler: ("post", GRADER_ACCOUNT),  # a notebook's kernel
+    SessionHandler: ("patch", GRADER_ACCOUNT),
+    TerminalRootHandler: ("post", GRADER_ACCOUNT),
+    TerminalHandler: ("delete", GRADER_ACCOUNT),
+    TermSocket: ("get", GRADER_ACCOUNT),
+    ContentsHandler: ("put", GRADER_ACCOUNT),  # save, upload
+    ModifyCheckpointsHandler: ("post", GRADER_ACCOUNT),  # restore a checkpoint
 }
+# Writes of the contents API besides PUT: new files and folders, renames, deletes.
+EXTRA = [(ContentsHandler, "post"), (ContentsHandler, "patch"), (ContentsHandler, "delete")]
 
 
-def instructors_only(method):
+def instructors_only(method, reason):
     def guarded(self, *args, **kwargs):
         hub_user = getattr(self.current_user, "hub_user", None) or {}
         if MANAGE not in (hub_user.get("scopes") or []):
-            raise web.HTTPError(
-                403, reason="Only an instructor may create, release, collect or autograde; a TA grades by hand"
-            )
+            raise web.HTTPError(403, reason=reason)
         return method(self, *args, **kwargs)
 
     guarded.instructors_only = True  # type: ignore[attr-defined]
     return guarded
 
 
-for handler, name in INSTRUCTORS_ONLY.items():
+for handler, name, reason in [(h, n, r) for h, (n, r) in INSTRUCTORS_ONLY.items()] + [
+    (h, n, GRADER_ACCOUNT) for h, n in EXTRA
+]:
     if not getattr(getattr(handler, name), "instructors_only", False):  # the file may be loaded twice
-        setattr(handler, name, instructors_only(getattr(handler, name)))
+        setattr(handler, name, instructors_only(getattr(handler, name), reason))
+
+# `lms push` for instructors and TAs, as the grader account (hub/lms_service.py, docs/lti.md).
+import os  # noqa: E402
+import sys  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+c.ServerApp.jpserver_extensions.update({"lms_service": True})
