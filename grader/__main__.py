@@ -220,8 +220,8 @@ def _grade(args) -> int:
         return 2
     try:
         rows = grade.run(run)
-    except ClusterUnusable as error:
-        print(f"error: {error}", file=sys.stderr)
+    except (ClusterUnusable, course.NoSuchAssignment) as error:
+        print(f"error: {error}; nothing was graded", file=sys.stderr)
         return 2
     config = run.config
     out = args.out or course.course_root(config) / "grades" / f"{args.assignment}.csv"

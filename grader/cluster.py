@@ -38,8 +38,9 @@ from pathlib import Path
 
 import nbformat
 from nbgrader.api import Gradebook
+from nbgrader.converters import Autograde
 from nbgrader.coursedir import CourseDirectory
-from nbgrader.preprocessors import SaveAutoGrades
+from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
 
 from . import course, parallel, settings
 from .uids import claim_uid
@@ -151,15 +152,22 @@ def hand_in_files(folder: Path) -> dict[str, bytes]:
 
 
 def record(config, assignment: str, grader_id: str, graded: dict[str, bytes]) -> None:
-    """Store a worker's autograded folder in the client's course: its files as they are, its
-    notebooks' grades in the gradebook (nbgrader's SaveAutoGrades)."""
+    """Store a worker's autograded folder in the client's course as nbgrader's autograde leaves
+    it: the submission with its timestamp (the client's submitted/ folder has the hand-in's
+    timestamp.txt), each notebook's grades (SaveAutoGrades) and late penalty (AssignLatePenalties),
+    zeros for a notebook the student left out, and the folder's permissions."""
 
     coursedir = CourseDirectory(config=config)
     folder = Path(coursedir.format_path(coursedir.autograded_directory, grader_id, assignment))
+    submitted = Path(coursedir.format_path(coursedir.submitted_directory, grader_id, assignment))
     folder.mkdir(parents=True, exist_ok=True)
+    try:
+        timestamp = coursedir.get_existing_timestamp(str(submitted))
+    except AttributeError:  # nbgrader's own error on a timestamp that is no time (grade.timestamp_problem)
+        timestamp = None
     with Gradebook(coursedir.db_url, coursedir.course_id) as gradebook:
         gradebook.update_or_create_student(grader_id)
-        gradebook.update_or_create_submission(assignment, grader_id)
+        gradebook.update_or_create_submission(assignment, grader_id, **({"timestamp": timestamp} if timestamp else {}))
     for name, data in graded.items():
         target = (folder / name).resolve()
         if not target.is_relative_to(folder.resolve()):
@@ -168,17 +176,24 @@ def record(config, assignment: str, grader_id: str, graded: dict[str, bytes]) ->
         target.write_bytes(data)
         if "/" in name or not name.endswith(".ipynb"):
             continue
-        notebook = name.removesuffix(".ipynb")
         nb = nbformat.reads(data.decode("utf-8"), as_version=4)
         resources = {
             "nbgrader": {
                 "assignment": assignment,
-                "notebook": notebook,
+                "notebook": name.removesuffix(".ipynb"),
                 "student": grader_id,
                 "db_url": coursedir.db_url,
             }
         }
         SaveAutoGrades(config=config).preprocess(nb, resources)
+        AssignLatePenalties(config=config).preprocess(nb, resources)
+    with Gradebook(coursedir.db_url, coursedir.course_id) as gradebook:
+        for notebook in gradebook.find_assignment(assignment).notebooks:
+            if not (submitted / f"{notebook.name}.ipynb").exists():
+                for grade in gradebook.find_submission_notebook(notebook.name, assignment, grader_id).grades:
+                    grade.auto_score, grade.needs_manual_grade = 0, False
+        gradebook.db.commit()
+    Autograde(coursedir=coursedir, config=config).set_permissions(assignment, grader_id)
 
 
 class ClusterUnusable(RuntimeError):

@@ -86,6 +86,10 @@ def load_config(root: Path | None = None, db_url: str | None = None) -> Config:
     if not (root / CONFIG_FILE).exists():
         raise FileNotFoundError(f"{root} is not an nbgrader course: it has no {CONFIG_FILE}")
     config = PyFileConfigLoader(CONFIG_FILE, path=str(root)).load_config()
+    if "AutogradeApp" in config:
+        # nbgrader's CLI reads its older name for Autograde's settings the same way (AutogradeApp._load_config).
+        config.Autograde.merge(config.AutogradeApp)
+        del config.AutogradeApp
     if "root" not in config.CourseDirectory:
         config.CourseDirectory.root = str(root)
     if db_url:
@@ -129,9 +133,17 @@ def api(config: Config):
     if "root" in config.Exchange:
         Path(config.Exchange.root).mkdir(parents=True, exist_ok=True)
     coursedir = CourseDirectory(config=config)
+    # What the course's config names by module (a late-penalty plugin beside it, say) is imported
+    # from the course's folder, as nbgrader's CLI, run there, imports it (its init_syspath).
+    if coursedir.root not in sys.path:
+        sys.path.insert(0, coursedir.root)
     log = logging.getLogger("nbgrader-course")
     log.setLevel(logging.WARNING)
     return NbGraderAPI(coursedir=coursedir, config=config, log=log)
+
+
+class NoSuchAssignment(ValueError):
+    """The course has no source notebook for the assignment named."""
 
 
 def generate(course_api, assignment: str) -> None:
@@ -141,6 +153,12 @@ def generate(course_api, assignment: str) -> None:
     folder = Path(coursedir.format_path(coursedir.release_directory, ".", assignment))
     for notebook in folder.glob("*.ipynb") if folder.is_dir() else []:
         history.remember_release(Path(coursedir.root), assignment, notebook.stem, nbformat.read(notebook, as_version=4))
+    source = Path(coursedir.format_path(coursedir.source_directory, ".", assignment))
+    if not any(source.glob("*.ipynb")):
+        raise NoSuchAssignment(
+            f"the course at {coursedir.root} has no assignment {assignment!r}: no notebook in {source} "
+            "(nbgrader: No notebooks were matched)"
+        )
     result = course_api.generate_assignment(assignment, force=True, create=True)
     if not result["success"]:
         raise RuntimeError(

@@ -14,7 +14,7 @@ from nbconvert.exporters.exporter import ResourcesDict
 from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearOutput, ClearSolutions, ComputeChecksums, LockCells
-from nbgrader.utils import is_grade, is_solution
+from nbgrader.utils import is_grade, is_solution, is_task
 
 from . import canvas, course
 from .grade import Row, item_keys
@@ -121,7 +121,7 @@ def read_columns(path: Path | None, pairs: list[str] | None = None) -> dict[str,
 class Cell:
     points: float
     checksum: str | None
-    written: bool  # graded by hand (an answer cell that is also graded)
+    written: bool  # graded by hand: an answer cell that is also graded, or a task
 
 
 NO_CELL = Cell(0.0, None, False)
@@ -131,10 +131,12 @@ MISSING = "no autograded notebook"
 def _cells(nb) -> dict[str, Cell]:
     return {
         c.metadata.nbgrader["grade_id"]: Cell(
-            float(c.metadata.nbgrader.get("points", 0)), c.metadata.nbgrader.get("checksum"), is_solution(c)
+            float(c.metadata.nbgrader.get("points", 0)),
+            c.metadata.nbgrader.get("checksum"),
+            is_solution(c) or is_task(c),
         )
         for c in nb.cells
-        if is_grade(c)
+        if is_grade(c) or is_task(c)
     }
 
 
@@ -160,7 +162,7 @@ def current_release(config, gradebook, assignment: str) -> dict[str, dict[str, C
         checksums = {c.name: c.checksum for c in nb.source_cells}
         release[nb.name] = {
             c.name: Cell(float(c.max_score), checksums.get(c.name), c.name in written) for c in nb.grade_cells
-        }
+        } | {c.name: Cell(float(c.max_score), checksums.get(c.name), True) for c in nb.task_cells}
     return release
 
 

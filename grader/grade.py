@@ -32,6 +32,7 @@ from pathlib import Path
 import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
+from nbgrader.utils import parse_utc
 
 from . import cluster, collect, course, parallel, template
 from .settings import (  # noqa: F401 (re-exported: the grading run's options and set-up)
@@ -203,6 +204,23 @@ def prepare(run: Run | Options, submissions: list[collect.Submission], registere
             shutil.copyfile(source, target / f"{name}.ipynb")
         if submission.folder is not None:
             copy_handed_in(submission.folder, target, api.coursedir.ignore)
+            note = timestamp_problem(target / "timestamp.txt")
+            if note and note not in submission.notes:
+                submission.notes.append(note)
+
+
+def timestamp_problem(path: Path) -> str | None:
+    """Why nbgrader will refuse a hand-in's timestamp.txt (its autograde then stops on it), or None:
+    the row says so instead of nbgrader's own error about it."""
+    if not path.is_file():
+        return None
+    text = path.read_text(encoding="utf-8", errors="replace").strip()
+    try:
+        if text:
+            parse_utc(text)
+    except ValueError:
+        return f"timestamp.txt is not a time nbgrader reads ({text[:60]!r}): nbgrader refuses the hand-in"
+    return None
 
 
 def copy_handed_in(folder: Path, target: Path, ignore: list[str]) -> None:
@@ -294,12 +312,13 @@ def run(settings: Run | Options) -> list[Row]:
 
 
 def autograded_cells(assignment) -> list[tuple[str, str, float]]:
-    """(notebook, grade id, points) of each autograded test cell of a gradebook assignment."""
+    """(notebook, grade id, points) of each autograded test cell of a gradebook assignment: a graded
+    code cell that is not also an answer (nbgrader's "Manually graded answer", graded by hand)."""
     return [
         (nb.name, cell.name, cell.max_score)
         for nb in sorted(assignment.notebooks, key=lambda nb: nb.name)
         for cell in nb.grade_cells
-        if cell.cell_type == "code"
+        if cell.cell_type == "code" and cell.name not in {answer.name for answer in nb.solution_cells}
     ]
 
 

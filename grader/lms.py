@@ -113,11 +113,7 @@ def plan(gradebook, config, assignment: str, launches: dict[str, dict]) -> list[
 
 
 def find_lti_dir(given: Path | None, course_root: Path) -> Path:
-    candidates = (
-        [given]
-        if given
-        else [course_root.parent / "lti", Path(os.environ.get("HUB_STATE") or ".hub") / "lti"]
-    )
+    candidates = [given] if given else [course_root.parent / "lti", Path(os.environ.get("HUB_STATE") or ".hub") / "lti"]
     for folder in candidates:
         if (folder / "tool.json").exists():
             return folder

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import grader_cases
 import nbgrader
+from nbgrader.api import Gradebook
+
+from grader import course, export
 
 ASSIGNMENT = "ps1"
 MINIMAL_CONFIG = 'c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = "course101"\n'
@@ -50,6 +53,12 @@ def check_the_documentation_course(tmp_path, *extra: str) -> None:
     assert all(r["status"] == "graded" for r in graded.values()), graded
     for row in graded.values():
         assert "ignored" not in row["detail"], f"a notebook of the assignment was left out: {row['detail']}"
+    # The assignment's total points (autograded, written answers and tasks) as plain nbgrader counts
+    # them, in the gradebook the export and the report read; each student's total score too.
+    assert assignment_points(ours) == assignment_points(plain), (assignment_points(ours), assignment_points(plain))
+    for student in expected:
+        assert float(graded[student]["max_score"]) + manual_points(ours) == assignment_points(plain)[0], student
+    check_the_canvas_column(ours, assignment_points(plain)[0])
     # Both notebooks of each student were autograded.
     for student in expected:
         names = sorted(p.name for p in (ours / "autograded" / student / ASSIGNMENT).glob("*.ipynb"))
@@ -67,3 +76,43 @@ def summed_auto_scores(folder) -> dict[str, float]:
             "WHERE grade.auto_score IS NOT NULL GROUP BY student.id"
         ).fetchall()
     return {student: float(score) for student, score in rows}
+
+
+def assignment_points(folder) -> tuple[float, dict[str, float]]:
+    """The assignment's points possible and each student's total score, as nbgrader's gradebook gives them."""
+    with Gradebook(f"sqlite:///{folder / 'gradebook.db'}") as gradebook:
+        found = gradebook.find_assignment(ASSIGNMENT)
+        return found.max_score, {s.student.id: s.score for s in found.submissions}
+
+
+def manual_points(folder) -> float:
+    """The points graded by hand (answers that are also graded, and tasks): what the CSV's max_score
+    leaves out."""
+    with Gradebook(f"sqlite:///{folder / 'gradebook.db'}") as gradebook:
+        found = gradebook.find_assignment(ASSIGNMENT)
+        answers = {(nb.name, c.name) for nb in found.notebooks for c in nb.solution_cells}
+        by_hand = [c for nb in found.notebooks for c in nb.grade_cells if (nb.name, c.name) in answers]
+        return float(
+            sum(c.max_score for c in by_hand) + sum(c.max_score for nb in found.notebooks for c in nb.task_cells)
+        )
+
+
+def check_the_canvas_column(folder, points: float) -> None:
+    """The Canvas export's column of the graded course: its autograded points only while written
+    answers and tasks wait for a grade; once they are graded by hand, all `points` (nbgrader's
+    total, tasks included), each student's score the gradebook's."""
+    config = course.load_config(folder)
+    with Gradebook(f"sqlite:///{folder / 'gradebook.db'}") as gradebook:
+        column, problems = export.assignment_column(config, gradebook, ASSIGNMENT, ASSIGNMENT)
+        assert problems and not column.written_included, problems
+        assert column.points_possible == points - manual_points(folder), column
+        for submission in gradebook.find_assignment(ASSIGNMENT).submissions:
+            for notebook in submission.notebooks:
+                for mark in notebook.grades:
+                    if course.waits_for_hand(mark):
+                        mark.manual_score = mark.max_score
+        gradebook.db.commit()
+        column, problems = export.assignment_column(config, gradebook, ASSIGNMENT, ASSIGNMENT)
+        assert not problems and column.written_included and column.points_possible == points, (column, problems)
+        totals = {s.student.id: s.score for s in gradebook.find_assignment(ASSIGNMENT).submissions}
+    assert column.scores == totals, (column.scores, totals)

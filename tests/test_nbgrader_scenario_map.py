@@ -11,9 +11,7 @@
 - "not applicable": a switch of `nbgrader autograde` the grader does not have (it regrades
   everything it is given, every notebook of it); `where` says which.
 
-A test of ours marked xfail(strict=True) is a known shortfall (its reason names the bug); the
-verdict is what the test asserts once it is fixed. A new nbgrader scenario fails this module until
-it is placed here.
+A new nbgrader scenario fails this module until it is placed here.
 """
 
 from __future__ import annotations
@@ -40,7 +38,7 @@ NOTEBOOK = "--notebook: nbgrader grades some notebooks of a hand-in; the grader 
 NBGRADER_SCENARIOS: dict[str, tuple[str, str]] = {
     "test_help": ("not applicable", "`nbgrader autograde --help-all`; the grader's is `python -m grader grade --help`"),
     "test_missing_student": ("same", DATES),  # students not in the gradebook are added, as by default
-    "test_missing_assignment": ("same", "test_an_unknown_assignment_is_refused_before_anything_is_graded"),
+    "test_missing_assignment": ("better", "test_an_unknown_assignment_is_refused_by_name_without_a_traceback"),
     "test_grade": ("same", DATES),  # 1/7 and 2/7, "No response." on foo's blank answers
     "test_grade_autotest": ("same", AUTOTESTS),
     "test_grade_hashed_autotest": ("same", AUTOTESTS),
@@ -49,7 +47,7 @@ NBGRADER_SCENARIOS: dict[str, tuple[str, str]] = {
     "test_student_id_exclude": ("not applicable", "--CourseDirectory.student_id_exclude: the grader grades the "
                                 "hand-ins it is given, every one"),
     "test_grade_timestamp": ("same", DATES),
-    "test_grade_empty_timestamp": ("same", DATES),  # an invalid one: not graded by either
+    "test_grade_empty_timestamp": ("better", "test_a_hand_in_whose_timestamp_is_no_time_is_named_in_its_row"),
     "test_late_submission_penalty_none": ("same", DATES),
     "test_late_submission_penalty_zero": ("same", ZERO),  # the regrade on time drops the penalty
     "test_late_submission_penalty_plugin": ("same", "test_a_late_penalty_plugin_beside_the_courses_config"),
@@ -61,7 +59,7 @@ NBGRADER_SCENARIOS: dict[str, tuple[str, str]] = {
     "test_side_effects": ("same", FILES),
     "test_skip_extra_notebooks": ("same", DATES),
     "test_permissions": ("same", AUTOTESTS),  # groupshared; the default 444 in every check_same
-    "test_custom_permissions": ("same", ZERO),  # c.Autograde.permissions; c.AutogradeApp's: xfail
+    "test_custom_permissions": ("same", ZERO),  # c.Autograde.permissions; c.AutogradeApp's too
     "test_force_single_notebook": ("not applicable", NOTEBOOK + "; " + FORCE),
     "test_update_newer": ("not applicable", "a newer timestamp.txt regrades without --force; " + FORCE),
     "test_update_newer_single_notebook": ("not applicable", NOTEBOOK),

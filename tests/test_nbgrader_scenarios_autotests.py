@@ -94,11 +94,6 @@ def test_an_unknown_assignment_is_refused_before_anything_is_graded(unknown_assi
     assert not (ours / "autograded").exists() and not (ours / "submitted").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an assignment the course does not have ends the CLI with a RuntimeError traceback "
-    "(grader/course.py generate), not an `error:` line and exit status 2",
-)
 def test_an_unknown_assignment_is_refused_by_name_without_a_traceback(unknown_assignment):
     _, done = unknown_assignment
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
@@ -111,22 +106,11 @@ def test_a_hand_in_whose_timestamp_is_no_time_is_not_graded_as_nbgrader_does(inv
     assert not autograded_files(ours, "foo") and not cell_scores(ours).get("foo")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the row's reason is nbgrader's own AttributeError (CourseDirectory has no 'fail'), "
-    "not the unreadable timestamp.txt",
-)
 def test_a_hand_in_whose_timestamp_is_no_time_is_named_in_its_row(invalid_timestamp):
     _, _, rows = invalid_timestamp
     assert "timestamp.txt" in rows["foo"]["detail"], rows["foo"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the Dask path records the notebooks it graded only (grader/cluster.py record): the "
-    "submission's timestamp (seconds late, late penalty) and the zeros of a notebook left out are lost, "
-    "and the files it writes into autograded/ keep 644, not nbgrader's 444",
-)
 def test_the_dask_path_keeps_the_timestamp_and_a_left_out_notebooks_zeros(tmp_path):
     """A late hand-in that leaves p2 out, on the CLI path and on the Dask path (each checked against
     plain nbgrader in the scenarios above): the gradebooks and autograded/ must say the same."""
@@ -154,11 +138,6 @@ def test_the_dask_path_keeps_the_timestamp_and_a_left_out_notebooks_zeros(tmp_pa
     assert autograded_files(tmp_path / "dask", "foo") == autograded_files(ours, "foo")  # nbgrader's 444
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the grader ignores `c.AutogradeApp.*` in the course's config, which nbgrader's CLI "
-    "merges into Autograde (with a warning): autograded/ gets 444, not the course's 644",
-)
 def test_permissions_set_under_nbgraders_older_autogradeapp_name(tmp_path):
     """test_custom_permissions's `--AutogradeApp.permissions=644`, as the course's config says it."""
     ours, plain, downloads = build(

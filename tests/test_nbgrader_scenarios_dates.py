@@ -154,11 +154,6 @@ class Blarg(BasePlugin):
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the grader cannot import a course's late-penalty plugin from the course folder "
-    "(nbgrader's CLI puts its working folder, the course's, on sys.path): TraitError, nothing graded",
-)
 def test_a_late_penalty_plugin_beside_the_courses_config(tmp_path):
     """test_late_submission_penalty_plugin: late_plugin.py at the course root, named by
     `c.AssignLatePenalties.plugin_class`; 4 h late loses its 1 point, 1 h late 1 of 2."""
