@@ -27,6 +27,8 @@ c.HTMLExporter.preprocessors = ["nbconvert.preprocessors.sanitize.SanitizeHTML"]
 # The service is a whole Jupyter server running as the grader account: a kernel or a terminal there
 # runs anything the grader account may (nbgrader autograde, an edit of the course's config), and so
 # does a file written through the contents API. Those are an instructor's too; a TA gets 403.
+import functools  # noqa: E402
+
 from jupyter_server.services.contents.handlers import ContentsHandler, ModifyCheckpointsHandler  # noqa: E402
 from jupyter_server.services.kernels.handlers import KernelActionHandler, KernelHandler, MainKernelHandler  # noqa: E402
 from jupyter_server.services.kernels.websocket import KernelWebsocketHandler  # noqa: E402
@@ -63,14 +65,17 @@ EXTRA = [(ContentsHandler, "post"), (ContentsHandler, "patch"), (ContentsHandler
 
 
 def instructors_only(method, reason):
+    @functools.wraps(method)
     def guarded(self, *args, **kwargs):
         hub_user = getattr(self.current_user, "hub_user", None) or {}
         if MANAGE not in (hub_user.get("scopes") or []):
             raise web.HTTPError(403, reason=reason)
         return method(self, *args, **kwargs)
 
-    guarded.instructors_only = True  # type: ignore[attr-defined]
-    return guarded
+    # Signed in first (tornado's mark, which jupyter_server looks for on every endpoint), then an instructor.
+    checked = web.authenticated(guarded)
+    checked.instructors_only = True  # type: ignore[attr-defined]
+    return checked
 
 
 for handler, name, reason in [(h, n, r) for h, (n, r) in INSTRUCTORS_ONLY.items()] + [
