@@ -618,6 +618,30 @@ def test_a_ta_pushes_from_the_formgrader_service_as_the_grader_account_without_r
     assert owners == {"ltit-grader"} and oct(folder.stat().st_mode & 0o777) == "0o700", owners
 
 
+def test_a_score_the_lms_refuses_for_one_user_is_reported_and_the_rest_are_sent(cls):
+    """AGS: the platform refuses a score for a user who is no learner of the course (422; here a
+    student the LMS dropped after their launch); push names that student with the LMS's answer,
+    sends everyone else, and exits 1."""
+    dan, ana = expected_name(DAN), expected_name(ANA)
+    for sub in (DAN, ANA):
+        assert Launch(cls, sub).signed_in
+    store = cls["state"] / "lti" / "lti.sqlite"
+    with sqlite3.connect(store) as db:
+        db.execute("update launches set sub = 'dropped-1004' where name = ?", (dan,))
+    grade(cls, dan, 1.0, 2.0)
+    grade(cls, ana, 0.4, 1.0)
+    try:
+        rc, out = push(cls)
+    finally:  # later pushes of this class are not to meet him
+        with Gradebook(f"sqlite:///{cls['state'] / 'course' / 'gradebook.db'}") as gradebook:
+            gradebook.remove_submission(A, dan)
+        with sqlite3.connect(store) as db:
+            db.execute("update launches set sub = ? where name = ?", (DAN, dan))
+    assert rc == 1, out
+    assert re.search(rf"not sent +{dan} \(LMS user dropped-1004\): .*422.*not a learner", out), out
+    assert re.search(rf"sent +{ana} \(LMS user {ANA}\)", out) and "Not sent:" in out, out
+
+
 @pytest.mark.unit
 def test_lms_push_help_names_the_line_item_form(capsys):
     """`ASSIGNMENT=LINE_ITEM` (docs/lti.md) is in `lms push --help`, with what it names."""
