@@ -500,18 +500,20 @@ def restore_data_rngs(state, loader):
     np.random.set_state(state["numpy_rng"])
 
 
-torch.manual_seed(2)
-np.random.seed(2)
-model, loader = make_model(), make_loader(seed=3)
-optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+def start_run():
+    """A run from its beginning: every seed first, so both runs below start alike."""
+    torch.manual_seed(2)
+    np.random.seed(2)
+    model, loader = make_model(), make_loader(seed=3)
+    return model, loader, torch.optim.Adam(model.parameters(), lr=0.01)
+
+
+model, loader, optimizer = start_run()
 for epoch in range(4):
     train_epoch_from(loader, model, optimizer)
 uninterrupted = [p.detach().clone() for p in model.parameters()]
 
-torch.manual_seed(2)
-np.random.seed(2)
-model, loader = make_model(), make_loader(seed=3)
-optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+model, loader, optimizer = start_run()
 for epoch in range(2):
     train_epoch_from(loader, model, optimizer)
 save_checkpoint(root / "ckpt_data.pt", model, optimizer, epoch, **data_rng_states(loader))
