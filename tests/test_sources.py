@@ -70,6 +70,19 @@ def test_jupytext_reads_every_source_without_guessing():
         )
 
 
+def test_an_include_cell_holds_the_shared_cell_and_a_missing_one_is_named():
+    """`# include: NAME.py` (tools/notebooks.py): the cell's source is lessons/shared/NAME.py,
+    word for word; a name with no shared cell stops the build at its line."""
+    from tools import source
+
+    text = '# %%\nimport torch\n\n# %% jupyter={"source_hidden": true}\n# include: simulated_gpu.py\n'
+    cells = source.parse_source(text, "demo.py").cells
+    shared = (ROOT / "lessons" / "shared" / "simulated_gpu.py").read_text(encoding="utf-8")
+    assert cells[1].source + "\n" == shared and cells[0].source == "import torch"
+    with pytest.raises(source.SourceError, match=r"^demo.py:4: no shared cell lessons/shared/nothing.py"):
+        source.parse_source(text.replace("simulated_gpu", "nothing"), "demo.py")
+
+
 def test_builder_turns_roles_into_nbgrader_metadata(demo_lesson):
     source = notebooks.read_source(demo_lesson / "exercise.py")
     nb = notebooks.build_notebook(source, "exercises/x/x.ipynb", graded=True)

@@ -32,6 +32,10 @@ the title word gives an exercise cell its nbgrader role:
     # %% tests grade_id="test_f" points=2            autograded tests, locked
     # %% manual [markdown] grade_id="why" points=1   manually graded written answer
 
+A code cell whose whole source is `# include: NAME.py` holds `lessons/shared/NAME.py`: a
+set-up cell several lessons carry word for word (the simulated GPU) is written once there,
+and every notebook built from a source still holds its code, so each stands alone.
+
 In an exercise every other cell is a locked read-only nbgrader cell, so
 autograde restores instructions and setup code a student may have changed.
 

@@ -39,6 +39,11 @@ CELL_KEYS = {"grade_id", "points", "tags", "jupyter"}
 HIDDEN_SOURCE = {"source_hidden": True}
 JUPYTEXT_CELL_KEYS = {"lines_to_next_cell", "title"}
 MARKER = re.compile(r"^# %%")
+# A code cell whose whole source is `# include: NAME` holds lessons/shared/NAME: a set-up cell
+# several lessons carry word for word (the simulated GPU) is written once. Every notebook built
+# from the source still holds the code itself, so each stands alone.
+INCLUDE = re.compile(r"^# include: ([\w-]+\.py)$")
+SHARED = ROOT / "lessons" / "shared"
 
 
 class SourceError(ValueError):
@@ -109,8 +114,19 @@ def parse_source(text: str, origin: str = "<source>") -> Source:
             raise SourceError(
                 f"{where}: unknown cell metadata {sorted(unknown)} (allowed: {', '.join(sorted(CELL_KEYS))})"
             )
-        cells.append(SourceCell(cell.cell_type, role, cell.source, line, meta))
+        cells.append(SourceCell(cell.cell_type, role, included(cell, where), line, meta))
     return Source(origin, dict(nb.metadata), cells)
+
+
+def included(cell, where: str) -> str:
+    """A cell's source, or the shared cell its `# include: NAME` line names (INCLUDE)."""
+    found = INCLUDE.match(cell.source.strip()) if cell.cell_type == "code" else None
+    if found is None:
+        return cell.source
+    shared = SHARED / found[1]
+    if not shared.is_file():
+        raise SourceError(f"{where}: no shared cell {display(shared)} to include")
+    return shared.read_text(encoding="utf-8").removesuffix("\n")
 
 
 def read_source(path: Path) -> Source:
