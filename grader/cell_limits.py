@@ -76,12 +76,17 @@ class Limits:
         self.timed_out.add(index)
         self.notes.problem(index, f"timed out after {timeout} s and was interrupted")
 
+    @staticmethod
+    def interrupt_ignored(timeout: float) -> str:
+        """The reason a kernel is killed when a cell ran past `timeout` and kept running."""
+        return f"a cell ran past {timeout} s and ignored the interrupt"
+
     def ignored_interrupt(self, index: int | None, timeout: float) -> str:
-        """The reason a kernel is killed when a cell ran past `timeout` and kept running; the cell
-        `index` (None: only the reason is asked for) is marked as timed out."""
+        """The cell `index` (None: no cell was running) ran past `timeout` and kept running: it is
+        marked as timed out; the reason its kernel is killed (interrupt_ignored)."""
         if index is not None:
             self.timed_out.add(index)
-        return f"a cell ran past {timeout} s and ignored the interrupt"
+        return self.interrupt_ignored(timeout)
 
     def past_notebook_limit(self) -> str:
         return f"the notebook ran past its time limit of {self.notebook_timeout:.0f} s"

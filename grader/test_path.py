@@ -82,7 +82,7 @@ class TestPath:
             "timeout": timeout,
         }
         # The runner stops a test at `timeout`; one that will not stop costs its kernel after the grace.
-        late = self.limits.ignored_interrupt(None, timeout)
+        late = self.limits.interrupt_ignored(timeout)
         try:
             reply = self._request(cell_index, message, timeout=timeout + self.limits.interrupt_grace, late=late)
         except DeadKernelError as exc:
@@ -164,7 +164,7 @@ class TestPath:
             "imports": self.imports,
             "timeout": timeout,
         }
-        late = self.limits.ignored_interrupt(None, timeout)
+        late = self.limits.interrupt_ignored(timeout)
         collected = self._request(index, message, timeout=timeout + self.limits.interrupt_grace, late=late)
         if collected is None:
             return dict(reply, passed=False, ename="GraderFlag", message="not judged: the notebook broke the channel")

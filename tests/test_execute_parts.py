@@ -83,7 +83,7 @@ def test_each_limit_message_is_written_once_by_the_limits():
     clock = limits(notebook(ANSWER, TEST))
     clock.timed_out_interrupted(1, 7)
     assert clock.notes.problems == ["test_my_answer: timed out after 7 s and was interrupted"]
-    assert clock.ignored_interrupt(None, 7) == "a cell ran past 7 s and ignored the interrupt"
+    assert clock.interrupt_ignored(7) == "a cell ran past 7 s and ignored the interrupt"
     assert clock.timed_out == {1}, "asking for the reason alone marks no cell"
     assert clock.ignored_interrupt(0, 7) == "a cell ran past 7 s and ignored the interrupt" and clock.timed_out == {
         0,

@@ -88,5 +88,6 @@ for handler, name, reason in [(h, n, r) for h, (n, r) in INSTRUCTORS_ONLY.items(
 import os  # noqa: E402
 import sys  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+# Appended, not first: hub/'s modules (serve, lti, limits, ...) never shadow an installed one.
+sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 c.ServerApp.jpserver_extensions.update({"lms_service": True})
