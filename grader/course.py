@@ -135,8 +135,9 @@ def api(config: Config):
     coursedir = CourseDirectory(config=config)
     # What the course's config names by module (a late-penalty plugin beside it, say) is imported
     # from the course's folder, as nbgrader's CLI, run there, imports it (its init_syspath).
+    # Appended: a file in the course folder never shadows a module the grader itself imports.
     if coursedir.root not in sys.path:
-        sys.path.insert(0, coursedir.root)
+        sys.path.append(coursedir.root)
     log = logging.getLogger("nbgrader-course")
     log.setLevel(logging.WARNING)
     return NbGraderAPI(coursedir=coursedir, config=config, log=log)
