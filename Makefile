@@ -40,8 +40,8 @@ $(STAMP): requirements.txt pyproject.toml tools/lab_page_config.json
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	# The grader (pyproject.toml), editable; its dependencies are the pins above.
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
-	# The grader's own kernel spec, course-grader: kernels forked from a warm template (grader/template.py).
-	$(PY) -m grader.template install
+	# The grader's own kernel spec, course-grader: kernels forked from a warm template (grader/kernels/template.py).
+	$(PY) -m grader.kernels.template install
 	# Every JupyterLab of this environment (make lab, the hub's servers) skips the build check:
 	# its extensions come prebuilt from pip, and each page load's check cost 0.4 s of the server's
 	# CPU (a yarn process included) to find nothing to build.
@@ -190,15 +190,15 @@ bench: setup
 	$(PY) -m tools.bench
 
 # What a class cannot lose (gradebook, hand-ins, the hub's state and LTI keys) in one archive:
-# make backup OUT=class.tar.gz [HUB_STATE=.hub] [HUB_DB_URL=postgresql://...]; see grader/backup.py.
+# make backup OUT=class.tar.gz [HUB_STATE=.hub] [HUB_DB_URL=postgresql://...]; see grader/records/backup.py.
 backup: setup
 	@test -n "$(OUT)" || { echo "usage: make backup OUT=FILE.tar.gz [HUB_STATE=DIR] [HUB_DB_URL=URL]"; exit 2; }
-	$(PY) -m grader.backup create "$(OUT)" --root "$(CURDIR)" $(if $(HUB_STATE),--hub-state "$(HUB_STATE)",)
+	$(PY) -m grader.records.backup create "$(OUT)" --root "$(CURDIR)" $(if $(HUB_STATE),--hub-state "$(HUB_STATE)",)
 
 # make restore FROM=class.tar.gz [FORCE=1]: refuses to replace a gradebook unless FORCE=1.
 restore: setup
 	@test -n "$(FROM)" || { echo "usage: make restore FROM=FILE.tar.gz [HUB_STATE=DIR] [FORCE=1]"; exit 2; }
-	$(PY) -m grader.backup restore "$(FROM)" --root "$(CURDIR)" $(if $(HUB_STATE),--hub-state "$(HUB_STATE)",) $(if $(FORCE),--force,) --via-make
+	$(PY) -m grader.records.backup restore "$(FROM)" --root "$(CURDIR)" $(if $(HUB_STATE),--hub-state "$(HUB_STATE)",) $(if $(FORCE),--force,) --via-make
 
 # The environment and caches only: the gradebook, hand-ins, feedback and grades stay. Only what this
 # checkout made: a VENV outside it (another checkout's, or one it shares) is left alone.

@@ -13,10 +13,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 # of them imports torch). The suite runs three workers and their kernels on a few cores; with
 # torch's default of a thread per core each, the threads compete and spin (OpenMP) instead
 # of working: the exercise checks alone took 48 s of CPU instead of 27. Grading kernels get
-# one thread anyway (grader/sandbox.py, KERNEL_THREADS).
+# one thread anyway (grader/isolation/sandbox.py, KERNEL_THREADS).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from grader import template  # noqa: E402
+from grader.kernels import template  # noqa: E402
 from tools import cells, course, notebooks, source  # noqa: E402
 
 ASSIGNMENTS = course.assignment_ids()

@@ -8,12 +8,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import canvas, course, export, grade, sandbox
-from .cluster import ClusterUnusable, parse_resources
-from .feedback import NoGrades, generate
-from .lms import main as lms_main
-from .report import report as make_report
-from .settings import COURSE_LIMIT, BadSetting
+from grader.course import nbgrader_course as course
+from grader.course.feedback import NoGrades, generate
+from grader.grading import grade
+from grader.grading.cluster import ClusterUnusable, parse_resources
+from grader.grading.settings import COURSE_LIMIT, BadSetting
+from grader.isolation import sandbox
+from grader.lms import canvas
+from grader.lms.push import main as lms_main
+from grader.records import export
+from grader.records.report import report as make_report
 
 ROOT_HELP = "the course folder, with its own nbgrader_config.py (default: the current folder)"
 

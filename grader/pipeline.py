@@ -5,20 +5,20 @@ grade` all run nbgrader's Autograde converter with the course's
 `nbgrader_config.py`, which calls `use_safe_autograde(c)`. That makes every
 path read, repair, run and annotate a submission the same way:
 
-- `SubmissionExporter` reads the submitted file leniently (collect.py): an
+- `SubmissionExporter` reads the submitted file leniently (course/collect.py): an
   empty, truncated, binary or non-notebook file is not dropped but replaced by
   the released exercise, marked invalid with the reason, so it gets a gradebook
   entry with score 0 instead of vanishing;
 - `RestoreSubmission` (first sanitize step) puts the submission back into the
-  shape of the release (restore.py): stripped metadata, moved, retyped,
+  shape of the release (course/restore.py): stripped metadata, moved, retyped,
   deleted or edited cells, changed points and kernels;
-- `GuardedExecute` (execute.py) runs it in the sandbox with a clean
+- `GuardedExecute` (execute/guarded.py) runs it in the sandbox with a clean
   environment, time limits, and kernel deaths graded instead of dropped;
 - `GraderNotes` (last autograde step) writes every reason into the notebook
   as a first markdown cell, which Formgrader and the student's feedback show.
 
 Reasons travel in the notebook's metadata, `metadata.grader`:
-`{"invalid": reason or None, "problems": [...]}`; grade.py reads them back
+`{"invalid": reason or None, "problems": [...]}`; grading/grade.py reads them back
 for its CSV rows, so both paths give the same row.
 """
 
@@ -57,8 +57,8 @@ from nbgrader.preprocessors import (
 from nbgrader.validator import Validator
 from traitlets import default
 
-from . import collect, feedback, history, restore
-from .execute import GuardedExecute
+from grader.course import collect, feedback, history, restore
+from grader.execute.guarded import GuardedExecute
 
 NOTES_CELL_ID = "grader-notes"
 
@@ -123,7 +123,7 @@ class SubmissionExporter(NotebookExporter):
 
 
 class RestoreSubmission(NbGraderPreprocessor):
-    """Put a submission back into the shape of the released exercise (restore.py)."""
+    """Put a submission back into the shape of the released exercise (course/restore.py)."""
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
@@ -140,7 +140,7 @@ class RestoreSubmission(NbGraderPreprocessor):
 
 class KeepWrittenGrades(NbGraderPreprocessor):
     """After SaveAutoGrades: a written answer graded by hand keeps its grade (it does not need
-    review again) when its text is what it was at the previous autograde (history.py)."""
+    review again) when its text is what it was at the previous autograde (course/history.py)."""
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]

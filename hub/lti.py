@@ -21,7 +21,7 @@ module adds what the package leaves out and a class on a hub needs:
   decide the group: instructors and teaching assistants get the Formgrader service's group,
   learners the students'; instructors are the hub's admins (its admin page), TAs not;
   a launch with no known course role is refused;
-- each launch is recorded (grader/lti_tool.py's Store): the AGS endpoint claim, so that
+- each launch is recorded (grader/lms/lti_tool.py's Store): the AGS endpoint claim, so that
   `python -m grader lms push` can send grades back; the name and email, for Formgrader;
 - the tool's public key at /hub/lti13/jwks (the LMS checks `lms push`'s tokens with it), and
   a Canvas JSON configuration at /hub/lti13/config.
@@ -49,7 +49,7 @@ from nbgrader.api import Gradebook
 from tornado.web import HTTPError
 from traitlets import Dict, List, Set, Unicode
 
-from grader import lti_tool as lms
+from grader.lms import lti_tool as lms
 
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 LIS = "http://purl.imsglobal.org/vocab/lis/v2/"
@@ -295,7 +295,7 @@ class CourseLTIAuthenticator(LTI13Authenticator):
     config_handler = ConfigHandler
 
     deployment_ids = Set(Unicode(), config=True, help="The deployment ids launches may come from.")
-    store_path = Unicode(config=True, help="lti.sqlite: launches and used nonces (grader/lti_tool.py's Store).")
+    store_path = Unicode(config=True, help="lti.sqlite: launches and used nonces (grader/lms/lti_tool.py's Store).")
     key_path = Unicode(config=True, help="The tool's private key (PEM); its public half is served as JWKS.")
     groups = Dict(List(Unicode()), config=True, help="Hub groups of each course role: {'instructor': [...], ...}.")
     gradebook_url = Unicode(config=True, help="The course's gradebook, for the students' names and emails.")

@@ -74,7 +74,7 @@ def lti_tool(state: Path, lti: dict, grader: pwd.struct_passwd, course_id: str) 
     from the Formgrader service (hub/lms_service.py), never as root; the hub, root, records launches
     there. A folder an earlier version kept in HUB_STATE/hub/lti (root's only) is moved here."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from grader import lti_tool as tool_parts
+    from grader.lms import lti_tool as tool_parts
 
     folder = state / "lti"
     if not folder.exists() and (state / "hub" / "lti").is_dir():

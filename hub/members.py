@@ -33,7 +33,7 @@ sys.path.insert(0, str(serve.ROOT))  # the grader package, as the hub's own proc
 import lti  # noqa: E402 (hub/lti.py imports the grader package)
 from nbgrader.api import Gradebook  # noqa: E402
 
-from grader import lti_tool  # noqa: E402
+from grader.lms import lti_tool  # noqa: E402
 
 NRPS_SCOPE = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
 MEMBERS_TYPE = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"

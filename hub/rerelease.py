@@ -24,7 +24,7 @@ import serve
 
 GENERATE = """
 import sys
-from grader import course
+from grader.course import nbgrader_course as course
 course.generate(course.api(course.load_config(sys.argv[1])), sys.argv[2])
 """
 

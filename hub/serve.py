@@ -229,7 +229,7 @@ c.Exchange.root = {exchange!r}
 REGISTER = """
 import sys
 from nbgrader.api import Gradebook
-from grader import course
+from grader.course import nbgrader_course as course
 config = course.load_config(sys.argv[1])
 api = course.api(config)
 with Gradebook(config.CourseDirectory.db_url) as gradebook:

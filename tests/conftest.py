@@ -18,7 +18,7 @@ from pathlib import Path
 import labserver
 import pytest
 
-from grader import sandbox
+from grader.isolation import sandbox
 from tools import course
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,7 +11,8 @@ import grader_cases
 import psutil
 from labserver import free_port
 
-from grader import grade, template
+from grader.grading import grade
+from grader.kernels import template
 from tools import course
 
 A = grader_cases.A

@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 
-from grader.template import GRADER_KERNEL
+from grader.kernels.template import GRADER_KERNEL
 
 # Ample for the lesson's cells (imports, the slowest, take ~1.5 s) and for a fork
 # bomb to fail on the process limit on a loaded machine; short for loops.

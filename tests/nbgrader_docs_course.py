@@ -12,7 +12,8 @@ import grader_cases
 import nbgrader
 from nbgrader.api import Gradebook
 
-from grader import course, export
+from grader.course import nbgrader_course as course
+from grader.records import export
 
 ASSIGNMENT = "ps1"
 MINIMAL_CONFIG = 'c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = "course101"\n'

@@ -12,7 +12,9 @@ import grader_cases
 from grader_cases import nbgrader
 from grading_checks import CELL_TIMEOUT, Listener
 
-from grader import collect, grade, sandbox
+from grader.course import collect
+from grader.grading import grade
+from grader.isolation import sandbox
 from tools import course
 
 A = grader_cases.A

@@ -4,8 +4,9 @@ can start one too (a client that dies without stopping its kernel)."""
 
 from traitlets.config import Config
 
-from grader import template, uids
-from grader.sandbox import SandboxedKernelManager
+from grader.isolation import uids
+from grader.isolation.sandbox import SandboxedKernelManager
+from grader.kernels import template
 
 
 async def start(scratch):

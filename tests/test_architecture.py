@@ -1,5 +1,5 @@
 """The code's shape, read from its imports with the standard ast module: no import circle
-anywhere, arrows only downward through the grader's layers, internal imports at the top of
+anywhere, arrows only one way between the grader's packages, internal imports at the top of
 a module, no module over 500 lines, and the course build (tools/) never imported by the grader."""
 
 from __future__ import annotations
@@ -15,75 +15,43 @@ from conftest import ROOT
 
 pytestmark = pytest.mark.unit
 
-# The grader's layers, lowest first. A module may import its own layer or a lower one.
+# The grader's packages by concern, lowest first: a module may import its own package, a package
+# of its own layer listed before it, or a lower layer (arrows run one way, so packages form no
+# circle). The three modules at the top are the public surface: what nbgrader configs name
+# (pipeline), what lesson notebooks import (judges), and the command line (__main__).
 LAYERS = {
-    "kernel": {
-        "sandbox",
-        "sandbox_spec",
-        "sandbox_fork",
-        "uids",
-        "processes",
-        "linux",
-        "template",
-        "template_server",
-        "runner",
-        "runner_who",
-        "runner_audit",
-        "runner_hooks",
-        "runner_test",
-        "runner_channel",
-        "runner_data",
-        "runner_reset",
-        "runner_torch",
-        "trusted",
-    },  # fork server, sandbox, launch
-    "engine": {
-        "collect",
-        "restore",
-        "history",
-        "execute",
-        "kernel_start",
-        "cell_limits",
-        "kernel_deaths",
-        "stray_processes",
-        "cell_notes",
-        "not_graded",
-        "test_path",
-        "judges",
-        "course",
-        "parallel",
-    },  # run these notebooks
-    "adapters": {
-        "pipeline",
-        "settings",
-        "feedback",
-        "grade",
-        "cluster",
-        "export",
-        "canvas",
-        "report",
-        "lms",
-        "lti_tool",
-        "backup",
-    },  # nbgrader, LMS
-    "cli": {"__main__"},
+    "kernel": ["isolation", "kernels", "runner"],  # who a kernel is, how it starts, the test path inside it
+    "engine": ["judges", "execute", "course"],  # run the notebooks of a course
+    "adapters": ["pipeline", "grading", "lms", "records"],  # nbgrader's steps, a class's run, LMSs, what leaves
+    "cli": ["__main__"],
 }
-RANK = {module: rank for rank, names in enumerate(LAYERS.values()) for module in names}
+PUBLIC = {"judges", "pipeline", "__main__"}
+ORDER = {part: i for i, part in enumerate(part for parts in LAYERS.values() for part in parts)}
+LAYER_OF = {part: rank for rank, parts in enumerate(LAYERS.values()) for part in parts}
 MAX_LINES = 500
+
+
+def grader_files() -> list[Path]:
+    return sorted((ROOT / "grader").rglob("*.py"))
+
+
+def part(module: str) -> str:
+    """A grader module's package (grader.isolation.uids -> isolation), or its own name at the top."""
+    return module.split(".")[1]
 
 
 def modules() -> dict[str, Path]:
     found = {}
-    for package in ("grader", "tools"):
-        for path in sorted((ROOT / package).glob("*.py")):
-            found[package if path.stem == "__init__" else f"{package}.{path.stem}"] = path
+    for path in grader_files() + sorted((ROOT / "tools").glob("*.py")):
+        dotted = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        found[dotted.removesuffix(".__init__")] = path
     return found
 
 
 def imports(name: str, path: Path, known) -> list[tuple[str, bool]]:
     """(internal module imported, whether at the module's top level) for each import."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    package = name.split(".")[0]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     top = {id(node) for node in tree.body}
     found = []
     for node in ast.walk(tree):
@@ -121,27 +89,44 @@ def test_no_import_circle():
             visit(node, [node])
 
 
-def test_arrows_point_down_through_the_layers():
+def test_arrows_point_down_through_the_packages():
     edges = graph()
-    grader = {n.split(".", 1)[1] for n in edges if n.startswith("grader.")}
-    assert grader == set(RANK), f"put every grader module in a layer: {sorted(grader ^ set(RANK))}"
-    upward = [
+    parts = {part(n) for n in edges if n.startswith("grader.")}
+    assert parts == set(ORDER), f"put every grader package in a layer: {sorted(parts ^ set(ORDER))}"
+    packages = {p.parent.name for p in grader_files() if p.parent.name != "grader"}
+    assert not packages & PUBLIC and packages == set(ORDER) - PUBLIC, "the public surface is modules at the top"
+    backward = [
         f"{a} -> {b}"
         for a, targets in edges.items()
         if a.startswith("grader.")
         for b in targets
-        if b.startswith("grader.") and RANK[b.split(".", 1)[1]] > RANK[a.split(".", 1)[1]]
+        if b.startswith("grader.") and part(a) != part(b) and ORDER[part(b)] > ORDER[part(a)]
     ]
-    assert not upward, upward
+    assert not backward, backward
+
+
+def test_each_package_of_the_grader_says_what_it_holds_and_holds_no_code_at_its_top():
+    """A maintainer finds the owner of a limit, a message or a setting by its package: each
+    __init__.py is an overview that names its modules, and defines nothing to look for."""
+    for init in sorted((ROOT / "grader").glob("*/__init__.py")):
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        overview = ast.get_docstring(tree) or ""
+        assert len(tree.body) == 1 and overview, f"{init.relative_to(ROOT)}: a docstring and nothing else"
+        unnamed = [p.name for p in init.parent.glob("*.py") if p.name != "__init__.py" and p.stem not in overview]
+        assert not unnamed, f"{init.relative_to(ROOT)} does not name {unnamed}"
 
 
 def test_the_kernel_layer_imports_neither_nbgrader_nor_the_engine():
-    for name in LAYERS["kernel"]:
-        tree = ast.parse((ROOT / "grader" / f"{name}.py").read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
+    kernel = [p for p in grader_files() if p.parent.name in LAYERS["kernel"]]
+    assert len(kernel) > 10
+    for path in kernel:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom | ast.Import):
                 names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
-                assert not any(n.split(".")[0] == "nbgrader" for n in names), f"grader/{name}.py imports nbgrader"
+                assert not any(n.split(".")[0] == "nbgrader" for n in names), f"{path} imports nbgrader"
+                assert not any(n.startswith("grader.") and LAYER_OF.get(n.split(".")[1], 0) > 0 for n in names), (
+                    f"{path} imports above the kernel layer"
+                )
 
 
 def test_the_grader_never_imports_the_course_build():
@@ -178,10 +163,10 @@ def test_no_module_of_the_grader_or_the_build_is_over_500_lines():
 # places where deferring is the design, each with its reason.
 OPTIONAL_PACKAGES = {"distributed", "jwt", "cryptography", "psycopg"}
 DEFERRED_BY_DESIGN = {
-    "grader/template_server.py": "the template process imports ipykernel and matplotlib once, for every fork",
+    "grader/kernels/template_server.py": "the template process imports ipykernel and matplotlib once, for every fork",
     "tools/check_env.py": "reports each missing package instead of failing on the first",
     "tools/cells.py": "sets matplotlib's backend in this process only, when answers are run",
-    "grader/report.py": "imports matplotlib (0.4 s) for the report command only, not for every command",
+    "grader/records/report.py": "imports matplotlib (0.4 s) for the report command only, not for every command",
     "hub/lti_setup.py": "imports the grader after putting the repository on the path of the hub's process",
 }
 
@@ -189,7 +174,7 @@ DEFERRED_BY_DESIGN = {
 def test_imports_sit_at_the_top_of_their_module_unless_optional_or_deferred_by_design():
     found = []
     for package in ("grader", "tools", "hub"):
-        for path in sorted((ROOT / package).glob("*.py")):
+        for path in sorted((ROOT / package).glob("**/*.py" if package == "grader" else "*.py")):
             relative = path.relative_to(ROOT).as_posix()
             if relative in DEFERRED_BY_DESIGN:
                 continue
@@ -322,8 +307,8 @@ def test_the_grader_names_no_lesson():
     names = lesson_names()
     assert {"01_blocks", "ParallelBlock", "count_parameters"} <= names
     found = {
-        f"grader/{path.name}: {name}"
-        for path in sorted((ROOT / "grader").glob("*.py"))
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in grader_files()
         for name in names
         if re.search(rf"\b{re.escape(name)}\b", path.read_text(encoding="utf-8"))
     }
@@ -335,7 +320,7 @@ def test_no_function_is_over_80_lines():
     long = [
         f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
         for package in ("grader", "tools", "hub")
-        for path in sorted((ROOT / package).glob("*.py"))
+        for path in sorted((ROOT / package).glob("**/*.py" if package == "grader" else "*.py"))
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno - node.lineno + 1 > 80
     ]

@@ -1,4 +1,4 @@
-"""`make backup OUT=file` and `make restore FROM=file` (grader/backup.py): a graded class, with a
+"""`make backup OUT=file` and `make restore FROM=file` (grader/records/backup.py): a graded class, with a
 hub's state and a PostgreSQL gradebook, survives a round trip: the same scores, files, modes and
 owners; a restore never overwrites a gradebook unless told."""
 
@@ -17,7 +17,8 @@ from nbgrader.api import Gradebook
 from submissions import full_score
 
 from conftest import ROOT
-from grader import backup, grade
+from grader.grading import grade
+from grader.records import backup
 from tools import cells, course
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
@@ -83,7 +84,7 @@ def test_a_graded_class_and_its_hub_survive_a_backup_and_a_restore(graded_class,
     }
     archive = tmp_path / "class.tar.gz"
     done = subprocess.run(
-        [str(ROOT / ".venv" / "bin" / "python"), "-m", "grader.backup", "create", str(archive)]
+        [str(ROOT / ".venv" / "bin" / "python"), "-m", "grader.records.backup", "create", str(archive)]
         + ["--root", str(root), "--hub-state", str(hub)],
         capture_output=True,
         text=True,
@@ -140,7 +141,7 @@ def test_a_postgresql_gradebook_is_dumped_and_restored(own_database, tmp_path):
 
 
 def test_a_refused_restore_names_the_flag_as_the_user_types_it(tmp_path, capsys):
-    """`make restore FROM=...` is told FORCE=1 (make passes --via-make), `python -m grader.backup
+    """`make restore FROM=...` is told FORCE=1 (make passes --via-make), `python -m grader.records.backup
     restore` is told --force; with FORCE=1 make restores."""
     kept, live = tmp_path / "kept", tmp_path / "live"
     for root in (kept, live):

@@ -17,7 +17,10 @@ import pytest
 from submissions import ROOT, full_score, points
 
 from conftest import selected
-from grader import export, feedback, grade, report, trusted
+from grader.course import feedback
+from grader.grading import grade
+from grader.records import export, report
+from grader.runner import trusted
 from tools import course, source
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]

@@ -93,7 +93,7 @@ def test_the_repository_location_is_set_in_one_place():
             "tests/test_colab.py",
             "tools/release.py",
             "tests/test_release.py",
-            "grader/restore.py",
+            "grader/course/restore.py",
         }:
             continue
         if path.suffix == ".ipynb":
@@ -355,7 +355,8 @@ COLAB_GRADED = sorted(notebooks.gpu_lessons() & set(ASSIGNMENTS))[:1] or ASSIGNM
 @pytest.mark.parametrize("assignment", COLAB_GRADED)
 def test_a_colab_download_grades_like_the_original(tmp_path, assignment):
     """Downloads go through the instructor's grader, as `make grade` runs it."""
-    from grader import grade, sandbox
+    from grader.grading import grade
+    from grader.isolation import sandbox
 
     course.temporary_course(tmp_path, [assignment])
     wrong = submissions.first_wrong(assignment)

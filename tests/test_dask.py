@@ -19,8 +19,8 @@ import submissions
 from dask_processes import dask_cluster, grade_rows
 from nbgrader_docs_course import check_the_documentation_course
 
-from grader import uids
-from grader.cluster import ClusterUnusable
+from grader.grading.cluster import ClusterUnusable
+from grader.isolation import uids
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
 

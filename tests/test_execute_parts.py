@@ -13,8 +13,8 @@ import psutil
 import pytest
 from traitlets.config import Config
 
-from grader import cell_limits, cell_notes, kernel_deaths, kernel_start, not_graded, stray_processes, test_path
-from grader.execute import FAILURE_MARK, FAILURES, GraderFailure, GuardedExecute
+from grader.execute import cell_limits, cell_notes, kernel_deaths, kernel_start, not_graded, stray_processes, test_path
+from grader.execute.guarded import FAILURE_MARK, FAILURES, GraderFailure, GuardedExecute
 
 pytestmark = pytest.mark.unit
 

@@ -19,7 +19,8 @@ import pytest
 import submissions
 from nbgrader.api import Gradebook
 
-from grader import canvas, export
+from grader.lms import canvas
+from grader.records import export
 from tools import course
 
 pytestmark = pytest.mark.integration

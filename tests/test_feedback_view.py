@@ -17,7 +17,9 @@ import pytest
 import submissions
 
 from conftest import ROOT
-from grader import export, feedback, grade
+from grader.course import feedback
+from grader.grading import grade
+from grader.records import export
 from tools import course
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
@@ -200,7 +202,7 @@ ANSWER_CELL = "def make_stack(factory, n):\n    layer = factory()\n    layer.res
 
 
 def evalue(reply: dict, where: str = "") -> str:
-    from grader import trusted
+    from grader.runner import trusted
 
     secret = trusted.hidden_lines(HIDDEN_CELL)
     words = trusted.hidden_words([ANSWER_CELL, HIDDEN_CELL])
@@ -213,7 +215,7 @@ def test_a_students_error_in_a_hidden_test_shows_its_type_message_and_line():
     """Issue 46: an answer that raises while a hidden test calls it is told its error's type, its
     message when that quotes nothing of the hidden test only, and its own line; a message with a
     word that only the hidden test has (`_secret_factory`) is withheld."""
-    from grader import trusted
+    from grader.runner import trusted
 
     assert trusted.hidden_words([ANSWER_CELL, HIDDEN_CELL]) >= {"_secret_factory", "_counted_secretly"}
     assert "make_stack" not in trusted.hidden_words([ANSWER_CELL, HIDDEN_CELL])  # the visible part has it
@@ -234,7 +236,7 @@ def test_a_students_error_in_a_hidden_test_shows_its_type_message_and_line():
 
 @pytest.mark.unit
 def test_a_hidden_tests_message_is_labelled_hidden_and_a_visible_ones_is_not():
-    from grader import trusted
+    from grader.runner import trusted
 
     reply = {"ename": "AssertionError", "message": "factory() should be called exactly n times.", "by_test": True}
     assert evalue(reply) == "Hidden test: factory() should be called exactly n times."

@@ -14,7 +14,11 @@ import submissions
 import torch
 from dask_processes import dask_cluster
 
-from grader import grade, sandbox, sandbox_fork, sandbox_spec, template
+from grader.grading import grade
+from grader.isolation import fork as sandbox_fork
+from grader.isolation import sandbox
+from grader.isolation import spec as sandbox_spec
+from grader.kernels import template
 from tools import course
 
 pytestmark = [pytest.mark.gpu, pytest.mark.unit]

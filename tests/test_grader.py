@@ -14,7 +14,10 @@ import pytest
 from grading_checks import CELL_TIMEOUT, Listener, lingering, stray_kernels
 
 from conftest import ROOT
-from grader import export, feedback, grade, report, sandbox
+from grader.course import feedback
+from grader.grading import grade
+from grader.isolation import sandbox
+from grader.records import export, report
 from tools import course
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
@@ -189,8 +192,8 @@ def test_report_draws_the_class(graded):
 def test_after_a_time_out_later_cells_get_the_shorter_limit():
     """A loop in one answer that several tests call costs the cell limit once: once a cell of the
     notebook timed out, each later cell gets limit_after_timeout (never more than the cell limit)."""
-    from grader.cell_limits import Limits
-    from grader.cell_notes import Notes
+    from grader.execute.cell_limits import Limits
+    from grader.execute.cell_notes import Notes
 
     clock = Limits(
         Notes(), timeout=60, notebook_timeout=600, limit_after_timeout=10, interrupt_grace=5, max_output_bytes=1

@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from conftest import ROOT
-from grader import sandbox, sandbox_spec
+from grader.isolation import sandbox
+from grader.isolation import spec as sandbox_spec
 from tools import course
 
 pytestmark = pytest.mark.integration
@@ -100,8 +101,8 @@ def test_grading_kernels_run_torch_on_one_thread_unless_the_instructor_sets_omp_
 
 
 def test_root_grades_the_course_there_with_its_own_config_and_leaves_tracked_files_alone(tmp_path, monkeypatch):
-    from grader import grade
     from grader.__main__ import main
+    from grader.grading import grade
 
     root = tmp_path / "other-course"
     course.temporary_course(root, [A])
@@ -148,7 +149,7 @@ def test_root_grades_the_course_there_with_its_own_config_and_leaves_tracked_fil
 def test_the_grader_imports_nothing_from_the_maintainers_tools():
     import ast
 
-    for path in (ROOT / "grader").glob("*.py"):
+    for path in (ROOT / "grader").rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             names = (
@@ -222,7 +223,7 @@ def test_every_package_the_grader_imports_is_a_dependency_of_its_package():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     requirements = project["dependencies"] + [r for extra in project["optional-dependencies"].values() for r in extra]
     ours = {Requirement(r).name.lower().replace("_", "-") for r in requirements}
-    imports = _third_party_imports(sorted((ROOT / "grader").glob("*.py")), {"grader"})
+    imports = _third_party_imports(sorted((ROOT / "grader").rglob("*.py")), {"grader"})
     assert _undeclared(imports, ours) == []
 
 

@@ -10,7 +10,7 @@ import nbformat
 import pytest
 import submissions
 
-from grader import grade
+from grader.grading import grade
 from tools import course
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]

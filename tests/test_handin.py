@@ -13,7 +13,9 @@ from grader_cases import nbgrader
 from grading_checks import Listener, lingering, stray_kernels
 
 from conftest import ROOT
-from grader import collect, grade, sandbox
+from grader.course import collect
+from grader.grading import grade
+from grader.isolation import sandbox
 from tools import course
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]

@@ -54,7 +54,7 @@ from labserver import free_port
 from nbgrader.api import Gradebook
 
 from conftest import ROOT
-from grader.template import GRADER_KERNEL
+from grader.kernels.template import GRADER_KERNEL
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.sandbox]
 

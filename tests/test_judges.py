@@ -23,7 +23,10 @@ import torch
 from submissions import full_score, points
 
 from conftest import ROOT, selected
-from grader import export, grade, judges, runner_data
+from grader import judges
+from grader.grading import grade
+from grader.records import export
+from grader.runner import data as runner_data
 from tools import cells, course
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
@@ -40,7 +43,7 @@ def judge_named(name: str) -> judges.Judge:
     return next(judge for _, _, judge in JUDGED.values() if judge.name == name)
 
 
-# What the kernel's runner sends for a value (grader/runner_data.py), computed here in process.
+# What the kernel's runner sends for a value (grader/runner/data.py), computed here in process.
 encoded = runner_data.make_plain(
     (torch.Tensor, torch.nn.Parameter),
     torch.Size,

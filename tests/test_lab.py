@@ -123,7 +123,7 @@ def test_a_students_jupyterlab_kernel_is_plain_ipykernel_not_a_template_fork(lab
             below.append(" ".join(child.cmdline()))
         except psutil.Error:  # ended meanwhile, or a zombie (the server's short helpers: npm, yarn)
             continue
-    assert not any("grader.template" in line for line in below), below
+    assert not any("grader.kernels.template" in line for line in below), below
     stop = urllib.request.Request(
         f"http://127.0.0.1:{lab}/api/kernels/{kernel['id']}",
         method="DELETE",

@@ -226,7 +226,7 @@ def test_instructors_get_formgrader_and_the_admin_page_tas_formgrader_only_stude
 def test_a_student_is_named_by_their_login_id_as_in_a_canvas_bulk_download(cls):
     """One name per student: the LTI launch's login id is the hub name, the Linux account and the
     gradebook row, and Canvas's bulk download (SIS Login ID) grades into that same row."""
-    from grader import canvas
+    from grader.lms import canvas
 
     first = Launch(cls, ALIMA)
     assert first.signed_in, first.page_text()
@@ -549,7 +549,7 @@ def test_the_roster_from_the_lms_names_every_learner_before_their_first_launch(c
 
 
 def test_lms_urls_keep_their_query_strings():
-    from grader.lti_tool import with_path
+    from grader.lms.lti_tool import with_path
 
     assert (
         with_path("https://lms.example.org/api/lti/courses/3/line_items/7", "scores")

@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from grader import grade
+from grader.grading import grade
 from tools import cells, course
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]

@@ -20,7 +20,7 @@ from nbgrader_docs_course import (
 )
 
 from conftest import ROOT
-from grader import grade
+from grader.grading import grade
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
 

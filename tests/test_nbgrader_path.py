@@ -24,7 +24,8 @@ from grading_checks import lingering, stray_kernels
 from nbgrader_path_cases import LIMIT_KINDS, autograde_cases, check_nothing_dropped, check_rows
 
 from conftest import ROOT
-from grader import execute, sandbox
+from grader.execute import guarded as execute
+from grader.isolation import sandbox
 from tools import course
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]

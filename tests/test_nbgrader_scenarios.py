@@ -28,9 +28,14 @@ from nbgrader_docs_course import MINIMAL_CONFIG
 from nbgrader_scenario_courses import EMPTY, FILES, A, build, check_same, grade_both, texts
 from traitlets.config import Config
 
-from grader import collect, course, grade, kernel_start, report, restore, sandbox_spec, settings
 from grader.__main__ import main
-from grader.cell_limits import cell_limit
+from grader.course import collect, restore
+from grader.course import nbgrader_course as course
+from grader.execute import kernel_start
+from grader.execute.cell_limits import cell_limit
+from grader.grading import grade, settings
+from grader.isolation import spec as sandbox_spec
+from grader.records import report
 
 # The scenarios grade in the sandbox; the pieces below are also marked unit (make test-fast).
 pytestmark = pytest.mark.integration

@@ -20,7 +20,10 @@ import submissions
 from not_graded_cases import CRASHES, check_crashes_graded, crash, grade_cli, write_class, write_crashes
 from submissions import points
 
-from grader import export, feedback, grade, template
+from grader.course import feedback
+from grader.grading import grade
+from grader.kernels import template
+from grader.records import export
 from tools import course
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]

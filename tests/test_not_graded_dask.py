@@ -14,7 +14,8 @@ import pytest
 import submissions
 from not_graded_cases import check_crashes_graded, grade_cli, write_class, write_crashes
 
-from grader import export, feedback
+from grader.course import feedback
+from grader.records import export
 from tools import course
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]

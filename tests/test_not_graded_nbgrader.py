@@ -11,7 +11,7 @@ import pytest
 from not_graded_cases import CRASHES, check_crashes_graded, crash
 from submissions import answered
 
-from grader import course as grader_course
+from grader.course import nbgrader_course as grader_course
 from tools import course
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]

@@ -1,4 +1,4 @@
-"""The loop every grading path runs (grader/parallel.py), with the executors it really gets:
+"""The loop every grading path runs (grader/grading/parallel.py), with the executors it really gets:
 the fork server's worker processes, one worker alone, and the inline one for a single job."""
 
 import functools
@@ -7,7 +7,7 @@ import os
 import parallel_tasks
 import pytest
 
-from grader import grade, parallel
+from grader.grading import grade, parallel
 
 pytestmark = pytest.mark.integration
 

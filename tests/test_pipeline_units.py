@@ -103,7 +103,7 @@ def test_the_processes_below_a_kernel_are_the_ones_psutil_finds(process_tree, mo
 
     import psutil
 
-    from grader import processes
+    from grader.isolation import processes
 
     expected = {p.pid for p in psutil.Process(process_tree).children(recursive=True)}
     assert len(expected) == 4
@@ -127,7 +127,7 @@ def test_a_kernels_process_is_found_once_per_launch(monkeypatch):
 
     import psutil
 
-    from grader import processes, sandbox
+    from grader.isolation import processes, sandbox
 
     # As in the sandbox: the launched process is not Python (bwrap there), the kernel is below it.
     launched = subprocess.Popen(["bash", "-c", f"{sys.executable} -c 'import time; time.sleep(30)' & wait"])

@@ -12,7 +12,7 @@ import nbformat
 import pytest
 
 from conftest import ASSIGNMENTS, ROOT
-from grader.history import course_sources
+from grader.course.history import course_sources
 from tools import release
 
 pytestmark = pytest.mark.unit

@@ -18,8 +18,8 @@ import submissions
 from nbgrader.api import Gradebook
 
 from conftest import ROOT
-from grader import export
 from grader.pipeline import NOTES_CELL_ID
+from grader.records import export
 from tools import course
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]

@@ -21,7 +21,10 @@ from grader_cases import BIN, cli_env
 from submissions import full_score
 
 from conftest import ASSIGNMENTS, ROOT, selected
-from grader import collect, export, grade, sandbox
+from grader.course import collect
+from grader.grading import grade
+from grader.isolation import sandbox
+from grader.records import export
 from tools import cells, course
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]

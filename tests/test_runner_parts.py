@@ -18,9 +18,15 @@ import types
 
 import pytest
 
-from grader import runner, runner_audit, runner_channel, runner_hooks, runner_reset, runner_test, runner_torch, trusted
-from grader import runner_who as who
-from grader.runner_data import make_capped_text, make_seal, make_seal_test
+from grader.runner import assembly as runner
+from grader.runner import audit as runner_audit
+from grader.runner import channel as runner_channel
+from grader.runner import hooks as runner_hooks
+from grader.runner import reset as runner_reset
+from grader.runner import test as runner_test
+from grader.runner import torch_state as runner_torch
+from grader.runner import trusted, who
+from grader.runner.data import make_capped_text, make_seal, make_seal_test
 
 pytestmark = pytest.mark.unit
 
@@ -53,8 +59,9 @@ def top_level_names(tree: ast.Module) -> set[str]:
 
 def test_every_runner_module_is_a_part_and_each_comes_after_the_parts_it_imports():
     parts = [path.stem for path in trusted.RUNNER_PARTS]
-    on_disk = sorted(path.stem for path in trusted.RUNNER_PARTS[0].parent.glob("runner*.py"))
-    assert sorted(parts) == on_disk and parts[-1] == "runner"
+    # Every module of the runner package but the grader's side (trusted.py) is a part.
+    on_disk = sorted(p.stem for p in trusted.RUNNER_PARTS[0].parent.glob("*.py"))
+    assert sorted(parts) == sorted(set(on_disk) - {"trusted", "__init__"}) and parts[-1] == "assembly"
     defined: set[str] = set()
     for path in trusted.RUNNER_PARTS:
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -81,7 +88,7 @@ def test_the_start_up_file_leaves_out_the_parts_imports_and_keeps_their_lines():
     # Each part's lines, blanked imports and all, follow its heading: line numbers within a part stay.
     lines = text.splitlines()
     for path in trusted.RUNNER_PARTS:
-        start = lines.index(f"# -- grader/{path.name}") + 1
+        start = lines.index(f"# -- grader/runner/{path.name}") + 1
         own = path.read_text(encoding="utf-8").splitlines()
         kept = [a == b or (a == "" and b) for a, b in zip(lines[start : start + len(own)], own)]
         assert all(kept), f"{path.name}: line {kept.index(False) + 1} differs"
@@ -96,7 +103,7 @@ def test_the_runner_is_installed_only_in_the_kernels_private_namespace():
     exec(compile(trusted.assemble(), "<grader-runner>", "exec"), namespace)
     assert callable(namespace["_install"]) and callable(namespace["make_judge"])
     assert not {m for m in set(sys.modules) - before if m.startswith("grader")}
-    assert "del _install" in runner.__loader__.get_source("grader.runner")  # type: ignore[union-attr]
+    assert "del _install" in runner.__loader__.get_source("grader.runner.assembly")  # type: ignore[union-attr]
 
 
 COMPREHENSIONS = {"listcomp", "setcomp", "dictcomp", "genexpr"}

@@ -21,8 +21,12 @@ import pytest
 from not_graded_cases import crash, grade_cli
 from submissions import answered
 
-from grader import export, grade, sandbox, sandbox_spec, template
-from grader.template import GRADER_KERNEL, PROVISIONER_NAME
+from grader.grading import grade
+from grader.isolation import sandbox
+from grader.isolation import spec as sandbox_spec
+from grader.kernels import template
+from grader.kernels.template import GRADER_KERNEL, PROVISIONER_NAME
+from grader.records import export
 from tools import course
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
@@ -85,7 +89,7 @@ def test_no_folder_that_holds_the_course_home_or_workdir_is_bound(tmp_path, prob
         "/",
         os.path.expanduser("~"),
     ]
-    with caplog.at_level("WARNING", logger="grader.sandbox"):
+    with caplog.at_level("WARNING", logger="grader.isolation.sandbox"):
         steps = sandbox_spec.layout("/tmp/scratch-1", "/tmp/sockets-1", private=[str(course_root)])
     binds = bound(steps)
     for refused in (tmp_path / "courses", course_root, course_root / "lib", work):

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from grader import uids
+from grader.isolation import uids
 
 pytestmark = pytest.mark.unit
 

@@ -1,6 +1,6 @@
 """One sandbox, two launch paths. The kernel manager builds one spec per kernel
-(grader/sandbox_spec.py); a normal start translates it into bwrap's command line, a kernel
-forked from the warm template into the calls its fork makes (grader/sandbox_fork.py). Here a
+(grader/isolation/spec.py); a normal start translates it into bwrap's command line, a kernel
+forked from the warm template into the calls its fork makes (grader/isolation/fork.py). Here a
 kernel starts both ways, on the CPU and with a GPU (fake device nodes: the spec binds them as it
 would /dev/nvidia*), and each must see exactly its spec: mounts and which are read-only, what is
 hidden, no network, its user without groups or capabilities, its limits, its device nodes, its
@@ -20,8 +20,11 @@ import pytest
 import sandboxed_kernels
 
 from conftest import ROOT
-from grader import sandbox, sandbox_fork, sandbox_spec, template
-from grader.sandbox_spec import SandboxSpec
+from grader.isolation import fork as sandbox_fork
+from grader.isolation import sandbox
+from grader.isolation import spec as sandbox_spec
+from grader.isolation.spec import SandboxSpec
+from grader.kernels import template
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
 

@@ -1,4 +1,4 @@
-"""A grading run's settings are resolved once (grader/settings.py): the command line's Options and
+"""A grading run's settings are resolved once (grader/grading/settings.py): the command line's Options and
 the course's config become one Run, which the workers, the Dask tasks and the rows read. Nothing
 after resolve reads the course's config file again."""
 
@@ -10,7 +10,8 @@ import nbformat
 import pytest
 from nbgrader_docs_course import MINIMAL_CONFIG
 
-from grader import grade, sandbox, settings
+from grader.grading import grade, settings
+from grader.isolation import sandbox
 from tools import cells, course
 
 # The grading test below runs a kernel in the sandbox; the pieces are marked unit (make test-fast).

@@ -1,4 +1,4 @@
-"""Kernels forked from the warm template (grader/template.py) are as isolated as
+"""Kernels forked from the warm template (grader/kernels/template.py) are as isolated as
 kernels started normally, and grade the same.
 
 One worker (--jobs 1, in this process, so its template is this process's)
@@ -32,7 +32,11 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.provisioning import KernelProvisionerFactory
 
 from conftest import ROOT
-from grader import export, grade, sandbox, sandbox_spec, template, uids
+from grader.grading import grade
+from grader.isolation import sandbox, uids
+from grader.isolation import spec as sandbox_spec
+from grader.kernels import template
+from grader.records import export
 from tools import course
 
 pytestmark = [pytest.mark.integration, pytest.mark.sandbox]
@@ -171,7 +175,7 @@ def test_only_the_graders_kernel_spec_names_the_template_provisioner():
     assert "kernel_provisioner" not in plain.metadata, "students' kernels must not come from the grader's template"
     spec = KernelSpecManager().get_kernel_spec(template.GRADER_KERNEL)
     assert spec.metadata.get("kernel_provisioner", {}).get("provisioner_name") == template.PROVISIONER_NAME, (
-        "run `python -m grader.template install` (make setup does)"
+        "run `python -m grader.kernels.template install` (make setup does)"
     )
     assert template.PROVISIONER_NAME in KernelProvisionerFactory.instance().get_provisioner_entries(), (
         "the entry point is missing: reinstall the grader (pip install -e .)"
@@ -389,7 +393,7 @@ def templates_seen(*parents: psutil.Process):
                         continue
                 except psutil.Error:
                     continue
-                if command[1:4] == ["-m", "grader.template", "serve"]:
+                if command[1:4] == ["-m", "grader.kernels.template", "serve"]:
                     folders.add(command[4])
             done.wait(0.05)
 

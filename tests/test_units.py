@@ -13,7 +13,9 @@ import labserver
 import nbformat
 import pytest
 
-from grader import collect, restore, sandbox, trusted
+from grader.course import collect, restore
+from grader.isolation import sandbox
+from grader.runner import trusted
 
 pytestmark = pytest.mark.unit
 
@@ -217,7 +219,7 @@ def test_new_gradebooks_get_the_schema_head_alembic_names(tmp_path):
     from nbgrader.api import Gradebook
     from nbgrader.dbutil import _temp_alembic_ini
 
-    from grader import course
+    from grader.course import nbgrader_course as course
 
     alembic = os.path.join(os.path.dirname(sys.executable), "alembic")
     with _temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
@@ -238,7 +240,7 @@ def test_gradebooks_of_one_database_share_one_engine_and_still_close_their_conne
     is kept); what one Gradebook writes the next reads, and closing one leaves no connection open."""
     from nbgrader.api import Gradebook
 
-    from grader import course  # noqa: F401 (importing it is what every grading path does)
+    from grader.course import nbgrader_course as course  # noqa: F401 (importing it is what every grading path does)
 
     url = f"sqlite:///{tmp_path / 'gradebook.db'}"
     with Gradebook(url) as first:
@@ -257,7 +259,7 @@ def test_gradebooks_in_threads_share_an_engine_safely(tmp_path):
 
     from nbgrader.api import Gradebook
 
-    from grader import course  # noqa: F401
+    from grader.course import nbgrader_course as course  # noqa: F401
 
     url = f"sqlite:///{tmp_path / 'gradebook.db'}"
     Gradebook(url).close()
@@ -287,7 +289,7 @@ def test_each_open_in_memory_gradebook_is_a_database_of_its_own():
     are two databases, as with nbgrader alone, never one shared engine's."""
     from nbgrader.api import Gradebook
 
-    from grader import course  # noqa: F401
+    from grader.course import nbgrader_course as course  # noqa: F401
 
     with Gradebook("sqlite://") as first, Gradebook("sqlite://") as second:
         first.add_student("ann")
@@ -378,7 +380,7 @@ class FakeMonitoring:
 
 
 def test_the_runner_takes_every_monitoring_callback_and_tool_away_before_a_test():
-    from grader.runner_reset import make_monitoring_reset
+    from grader.runner.reset import make_monitoring_reset
 
     monitoring = FakeMonitoring()
     reset = make_monitoring_reset(monitoring)
@@ -399,7 +401,7 @@ def test_the_monitoring_reset_works_on_this_pythons_own_sys_monitoring():
     import cProfile
     import sys
 
-    from grader.runner_reset import make_monitoring_reset
+    from grader.runner.reset import make_monitoring_reset
 
     reset = make_monitoring_reset(getattr(sys, "monitoring", None))
     profiler = cProfile.Profile()

@@ -15,8 +15,11 @@ import submissions
 from nbgrader.api import Gradebook
 
 from conftest import ROOT
-from grader import feedback, grade, judges, trusted
-from grader.template import GRADER_KERNEL
+from grader import judges
+from grader.course import feedback
+from grader.grading import grade
+from grader.kernels.template import GRADER_KERNEL
+from grader.runner import trusted
 from tools import cells, course
 
 pytestmark = pytest.mark.integration
@@ -100,7 +103,8 @@ def test_validate_uses_the_courses_cell_limit_wherever_its_config_loads():
     lets run 60 s. student_validate gives the course's limit where none is set, and keeps one set."""
     from traitlets.config import Config
 
-    from grader import course, pipeline
+    from grader import pipeline
+    from grader.course import nbgrader_course as course
 
     limit = course.load_config(ROOT).Execute.timeout  # the course's own config
     unset = Config()

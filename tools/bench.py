@@ -1,5 +1,5 @@
 """`make bench`: plain nbgrader against the grader, kernels started normally and
-forked from the warm template (grader/template.py), side by side in one run.
+forked from the warm template (grader/kernels/template.py), side by side in one run.
 
 Every row grades the same generated submissions of one assignment (a mix of
 correct, blank and partly wrong notebooks) in a scratch course of its own, so
@@ -36,9 +36,9 @@ from jupyter_client.manager import AsyncKernelManager
 from nbgrader.api import Gradebook
 from traitlets.config import Config
 
-from grader.sandbox import SandboxedKernelManager
-from grader.template import GRADER_KERNEL
-from grader.uids import FIRST_UID
+from grader.isolation.sandbox import SandboxedKernelManager
+from grader.isolation.uids import FIRST_UID
+from grader.kernels.template import GRADER_KERNEL
 from tools import cells, course
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,5 +1,5 @@
 """This repository's nbgrader course, for maintainers (the grader's course
-handling is grader/course.py; tools may import grader, never the reverse).
+handling is grader/course/nbgrader_course.py; tools may import grader, never the reverse).
 
     python -m tools.course exercises [ID ...]   # regenerate exercises/ from solutions/
 """
@@ -10,8 +10,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from grader.course import api, generate, register  # noqa: F401 (re-exported for tests and tools)
-from grader.course import load_config as _load_config
+from grader.course.nbgrader_course import api, generate, register  # noqa: F401 (re-exported for tests and tools)
+from grader.course.nbgrader_course import load_config as _load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -38,7 +38,7 @@ from pathlib import Path
 import nbformat
 from nbgrader.utils import compute_checksum
 
-from grader.history import course_sources
+from grader.course.history import course_sources
 from tools.source import BRANCH, REPOSITORY, lesson_ids, lesson_settings, read_source
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -200,7 +200,7 @@ def with_badges(path: Path, location: Location) -> None:
     """Point every Colab badge of a copied notebook at the release's own copy of it. A cell that
     changes keeps an nbgrader checksum of its new text (nbgrader's own compute_checksum): a
     student's `nbgrader validate` then finds no read-only cell changed. The grader compares a
-    badge without its location (grader/restore.py), so either release grades without a note."""
+    badge without its location (grader/course/restore.py), so either release grades without a note."""
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "markdown":
