@@ -495,6 +495,7 @@ def test_lms_push_sends_to_the_line_item_the_instructor_made(cls):
 
 def test_lms_push_reports_a_refused_token_clearly(cls, tmp_path):
     """A tool key the platform does not know: the token is refused, nobody is sent, the run says why."""
+    assert Launch(cls, ANA).signed_in  # her launch record, whichever test of the module ran first
     folder = tmp_path / "lti"
     folder.mkdir()
     real = cls["state"] / "lti"
@@ -503,7 +504,12 @@ def test_lms_push_reports_a_refused_token_clearly(cls, tmp_path):
     (folder / "tool.json").write_text(json.dumps(tool))
     subprocess.run(["cp", str(real / "lti.sqlite"), str(folder / "lti.sqlite")], check=True)
     subprocess.run(
-        [PY, "-c", "import sys; from grader import lti_tool; lti_tool.load_key(sys.argv[1], create=True)", tool["key"]],
+        [
+            PY,
+            "-c",
+            "import sys; from grader.lms import lti_tool; lti_tool.load_key(sys.argv[1], create=True)",
+            tool["key"],
+        ],
         check=True,
         cwd=ROOT,
     )

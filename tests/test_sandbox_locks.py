@@ -45,7 +45,7 @@ def test_a_lock_folder_others_could_write_is_refused_with_the_fix(locks, tmp_pat
 
 def test_two_live_processes_hold_different_slots_and_a_slot_frees_when_its_holder_ends(locks):
     assert uids.hold_slot("probe", 3) == 0
-    probe = "import sys; from grader import uids; uids.ROOT_LOCKS = sys.argv[1]; print(uids.hold_slot('probe', 3))"
+    probe = "import sys; from grader.isolation import uids; uids.ROOT_LOCKS = sys.argv[1]; print(uids.hold_slot('probe', 3))"
     env = dict(os.environ)
     other = subprocess.run([sys.executable, "-c", probe, str(locks)], env=env, capture_output=True, text=True)
     assert other.stdout.strip() == "1", other.stderr
@@ -93,7 +93,7 @@ def test_a_killed_holders_folders_go_when_its_uid_is_claimed_again(locks, tmp_pa
     temporary = tmp_path / "tmp"
     temporary.mkdir()
     claim = (
-        "import os, sys; from grader import uids; uids.ROOT_LOCKS = sys.argv[1]; print(uids.claim_uid(), flush=True); "
+        "import os, sys; from grader.isolation import uids; uids.ROOT_LOCKS = sys.argv[1]; print(uids.claim_uid(), flush=True); "
         "sys.argv[2:] == ['kill'] and os._exit(0); sys.stdin.read()"
     )
     command = [sys.executable, "-c", claim, str(locks)]
