@@ -244,3 +244,74 @@ def test_a_hidden_tests_message_is_labelled_hidden_and_a_visible_ones_is_not():
     assert visible.evalue == "factory() should be called exactly n times."
     judged = {"ename": "CheckedOutsideTheKernel", "message": "checked outside your kernel: ...", "by_test": True}
     assert evalue(judged) == "checked outside your kernel: ..."
+
+
+# --- The feedback pages' exporter: nbconvert's page, without a second pass that adds nothing ---
+
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+
+def _page_notebook(image: bool):
+    """A notebook like a graded exercise: a badge with alt text, code, a stream, markdown with
+    HTML; with `image`, a plot (an image without alt text) as well."""
+    outputs = [nbformat.v4.new_output("stream", text="1\n")]
+    if image:
+        outputs.append(nbformat.v4.new_output("display_data", data={"image/png": PIXEL, "text/plain": "<Figure>"}))
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell(
+                '<a href="https://x"><img src="https://x/badge.svg" alt="Open In Colab"/></a>'
+            ),
+            nbformat.v4.new_code_cell("print(1)", outputs=outputs),
+            nbformat.v4.new_markdown_cell("# Part\n*x* <b>y</b> a<br>b"),
+        ]
+    )
+    nb.metadata["language_info"] = {"name": "python"}
+    return nb
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("template, image", [("classic", False), ("classic", True), ("lab", False)])
+def test_the_feedback_exporter_gives_the_document_nbconvert_gives(template, image):
+    from bs4 import BeautifulSoup
+    from nbconvert.exporters import HTMLExporter
+
+    nb = _page_notebook(image)
+    ours, _ = feedback.FeedbackExporter(template_name=template).from_notebook_node(nb)
+    theirs, _ = HTMLExporter(template_name=template).from_notebook_node(nb)
+    if template == "classic" and not image:  # nothing for nbconvert's pass to add: left as rendered
+        assert ours != theirs and str(BeautifulSoup(ours, features="html.parser")) == theirs
+    else:  # an image without alt text, or JupyterLab's cells: nbconvert's pass, to the byte
+        assert ours == theirs
+    assert (feedback.MISSING_ALT in ours) == image
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "page, rewritten",
+    [
+        ('<p><img src="a.png" alt="a plot"/></p>', False),
+        ("<p><img alt src=a.png></p>", False),
+        ("<p>no image at all</p>", False),
+        ('<p><img src="a.png"/></p>', True),
+        ("<p><IMG SRC=a.png></p>", True),
+        ('<p><img data-alt="x" src="a.png"></p>', True),
+        ('<p><img src="a.png" alt="x"><img src="b.png"></p>', True),
+        ('<div class="jp-Notebook"><div class="jp-Cell-inputWrapper"></div></div>', True),
+    ],
+)
+def test_a_page_gets_nbconverts_pass_when_it_has_an_image_without_alt_or_lab_cells(page, rewritten):
+    assert feedback.rewritten_by_nbconvert(page) == rewritten
+
+
+@pytest.mark.unit
+def test_every_feedback_path_uses_the_exporter():
+    """The grader's feedback command, and nbgrader's generate_feedback and Formgrader's button
+    through the course's config (pipeline.use_safe_autograde)."""
+    from traitlets.config import Config
+
+    from grader import pipeline
+
+    config = Config()
+    pipeline.use_safe_autograde(config)
+    assert config.GenerateFeedback.exporter_class is feedback.FeedbackExporter

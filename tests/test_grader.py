@@ -148,8 +148,13 @@ def test_parallel_grading_equals_serial_grading(graded, tmp_path):
         )
 
 
-def test_feedback_shows_results_but_never_hidden_tests(graded):
-    pages = feedback.generate(A, root=graded["root"])
+@pytest.fixture(scope="module")
+def pages(graded):
+    """The class's feedback pages, written once for the tests that read them."""
+    return feedback.generate(A, root=graded["root"])
+
+
+def test_feedback_shows_results_but_never_hidden_tests(pages):
     students = {p.parts[-3] for p in pages}
     assert {"correct", "one_wrong", "blank"} <= students
     hidden = nbformat.read(ROOT / "solutions" / A / f"{A}.ipynb", as_version=4)
@@ -162,7 +167,7 @@ def test_feedback_shows_results_but_never_hidden_tests(graded):
     assert "parameters() misses the children" in one_wrong, "the failing test's message is shown"
 
 
-def test_feedback_shows_an_error_of_the_visible_part_with_its_message(graded):
+def test_feedback_shows_an_error_of_the_visible_part_with_its_message(graded, pages):
     """visible_error's ParallelBlock raises torch's RuntimeError in the visible part of its test:
     the page shows torch's message, as Validate does (a hidden part's error shows only its type)."""
     import torch
@@ -171,7 +176,6 @@ def test_feedback_shows_an_error_of_the_visible_part_with_its_message(graded):
         torch.cat((torch.zeros(5, 2), torch.zeros(5, 3)), dim=0)
     except RuntimeError as error:
         message = str(error).split(".")[0]
-    pages = feedback.generate(A, root=graded["root"])
     page = next(p for p in pages if p.parts[-3] == "visible_error").read_text(encoding="utf-8")
     assert message in page, f"torch's message {message!r} is not on the page"
     assert grader_cases.HIDDEN_MESSAGE not in page and "BEGIN HIDDEN TESTS" not in page

@@ -22,7 +22,10 @@ import json
 import re
 from pathlib import Path
 
-from nbconvert.exporters import TemplateExporter
+from bs4 import BeautifulSoup
+from nbconvert.exporters import HTMLExporter, TemplateExporter
+from nbconvert.filters.highlight import Highlight2HTML
+from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.preprocessors import GetGrades, NbGraderPreprocessor
@@ -229,6 +232,52 @@ def _not_graded(cell) -> bool:
     return bool(cell.metadata.get("nbgrader", {}).get(NOT_GRADED))
 
 
+# What nbconvert's HTML exporter rewrites in a rendered page: an image without alt text (it gets a
+# placeholder) and JupyterLab's cells (they get a tab stop). An image tag the pattern cannot read
+# whole (a ">" inside an attribute) counts as one without alt: the page then gets the pass.
+IMAGE_TAG = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
+HAS_ALT = re.compile(r"\salt(?=[\s=/>])", re.IGNORECASE)
+LAB_CELLS = "jp-Notebook"
+MISSING_ALT = "No description has been provided for this image"
+
+
+def rewritten_by_nbconvert(page: str) -> bool:
+    """Whether nbconvert's pass over `page` would change it (see FeedbackExporter)."""
+    return LAB_CELLS in page or any(not HAS_ALT.search(tag) for tag in IMAGE_TAG.findall(page))
+
+
+class FeedbackExporter(HTMLExporter):
+    """nbconvert's HTML exporter, without its second pass over a page where that pass adds nothing.
+
+    After rendering, HTMLExporter parses the whole page with BeautifulSoup to add alt text to
+    images and tab stops to JupyterLab's cells, then writes the page out again: half of what a
+    feedback page costs. nbgrader's feedback template is the classic one, so a page whose
+    images all have alt text (the exercise's Colab badge has) has nothing to gain from it and is
+    kept as rendered: the same document, only written out as rendered. Any other page gets the
+    same pass as nbconvert's (tests/test_feedback_view.py compares the two)."""
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        language = nb.metadata.get("language_info", {})
+        lexer = language.get("pygments_lexer", language.get("name"))
+        self.register_filter(
+            "highlight_code", self.filters.get("highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self))
+        )
+        resources = self._init_resources(resources)
+        self.register_filter(
+            "filter_data_type",
+            WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata, parent=self, resources=resources),
+        )
+        page, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+        if not rewritten_by_nbconvert(page):
+            return page, resources
+        soup = BeautifulSoup(page, features="html.parser")
+        for image in soup.select("img:not([alt])"):
+            image.attrs["alt"] = MISSING_ALT
+        for cell in soup.select(".jp-Notebook div.jp-Cell-inputWrapper, .jp-Notebook div.jp-OutputArea-output"):
+            cell.attrs["tabindex"] = "0"
+        return str(soup), resources
+
+
 def feedback_steps():
     """nbgrader's feedback steps with ungraded answers told apart and hidden tests and their tracebacks removed."""
     return [GradesSoFar, HideHiddenTests, CSSHTMLHeaderPreprocessor]
@@ -255,6 +304,7 @@ def generate(assignment: str, db_url: str | None = None, root: Path | None = Non
     """Feedback pages of every graded student of `assignment`; NoGrades when the gradebook has none."""
     config = course.load_config(root, db_url)
     config.GenerateFeedback.preprocessors = feedback_steps()
+    config.GenerateFeedback.exporter_class = FeedbackExporter
     api = course.api(config)
     if not graded_submissions(api.coursedir.db_url, assignment):
         raise NoGrades(NO_GRADES_MESSAGE.format(assignment=assignment, db_url=api.coursedir.db_url))
