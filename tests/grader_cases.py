@@ -5,10 +5,13 @@ computed from the exercise's own points (submissions.points), never restated.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +69,18 @@ def make_command(target: str, *variables: str) -> str:
         check=True,
     )
     return done.stdout.strip().splitlines()[-1]
+
+
+def ipc_kernels() -> list[str]:
+    """Options that put plain nbgrader's kernels on ipc sockets, in a short-named folder of their
+    own (a socket's path must stay under 108 bytes), removed when the test process ends. On TCP,
+    jupyter_client picks free ports, closes them and hands them to the kernel, which binds them
+    later; with the suite's other kernels starting meanwhile, one can take a port in between and
+    the kernel dies before replying to kernel_info (jupyter_client issue 154; it happened once in
+    five whole runs). A grade is the same on either transport; the grader's own kernels use ipc."""
+    folder = tempfile.mkdtemp(prefix="ipc-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return ["--KernelManager.transport=ipc", f"--KernelManager.ip={folder}/kernel"]
 
 
 def nbgrader(cwd, *args, env=None, check=True) -> subprocess.CompletedProcess:

@@ -45,7 +45,7 @@ def check_the_documentation_course(tmp_path, *extra: str) -> None:
     shutil.copytree(ours, plain)
     shutil.copytree(NBGRADER_DOCS / "submitted", plain / "submitted")
     grader_cases.nbgrader(plain, "generate_assignment", ASSIGNMENT, "--force")  # plain nbgrader's way
-    grader_cases.nbgrader(plain, "autograde", ASSIGNMENT)
+    grader_cases.nbgrader(plain, "autograde", ASSIGNMENT, *grader_cases.ipc_kernels())
     expected = summed_auto_scores(plain)
     assert len(expected) == 2, expected
     # The same hand-ins as a folder per student, graded whole by the grader (never released).

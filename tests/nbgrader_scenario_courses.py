@@ -132,7 +132,8 @@ def build(
 
 def run_plain(plain: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     grader_cases.nbgrader(plain, "generate_assignment", A, "--force")
-    return grader_cases.nbgrader(plain, "autograde", A, *args, check=check)
+    sockets = grader_cases.ipc_kernels()
+    return grader_cases.nbgrader(plain, "autograde", A, *args, *sockets, check=check)
 
 
 def grader_cli(ours: Path, downloads: Path, tmp_path: Path, *extra: str, assignment: str = A):

@@ -43,7 +43,7 @@ def plain_scores(folder, handed_in: dict) -> dict[str, float]:
         target = folder / "submitted" / student / ASSIGNMENT
         target.mkdir(parents=True)
         nbformat.write(notebook, target / f"{ASSIGNMENT}.ipynb")
-    grader_cases.nbgrader(folder, "autograde", ASSIGNMENT)
+    grader_cases.nbgrader(folder, "autograde", ASSIGNMENT, *grader_cases.ipc_kernels())
     return summed_auto_scores(folder)
 
 

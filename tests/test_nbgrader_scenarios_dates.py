@@ -138,7 +138,8 @@ def test_zero_penalty_regraded_kernelspecs_custom_permissions_and_cell_limits(tm
     for folder in (plain / "submitted" / "bar" / A, regrade / "bar" / A):
         (folder / "timestamp.txt").write_text(DUEDATE, encoding="utf-8")
     with ThreadPoolExecutor(1) as pool:
-        again = pool.submit(grader_cases.nbgrader, plain, "autograde", A, "--force", "--student", "bar")
+        sockets = grader_cases.ipc_kernels()
+        again = pool.submit(grader_cases.nbgrader, plain, "autograde", A, "--force", "--student", "bar", *sockets)
         run_grader(ours, regrade, tmp_path)
         again.result()
     assert submission_record(ours)["bar"] == submission_record(plain)["bar"]
