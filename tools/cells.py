@@ -84,9 +84,13 @@ def compiled(source: str, name: str) -> types.CodeType:
 def run(cells: list[dict], replace: dict[str, str] | None = None) -> dict[str, BaseException | None]:
     """Execute cells in order like a kernel that keeps going after errors.
 
-    Returns, for every graded test cell, the exception it raised (or None).
+    Returns, for every graded test cell, the exception it raised (or None). The cells after the
+    last test cell are not run: nothing they do can change that answer (lesson 7's plot, the
+    slowest cell of any lesson, comes after its last test).
     """
     replace = replace or {}
+    tested = [n for n, cell in enumerate(cells) if cell["tests"]]
+    cells = cells[: tested[-1] + 1] if tested else []
     # Figures have no screen here; set in this process only, never in the
     # environment that nbval's kernels inherit.
     import matplotlib
