@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 
 import grader_cases
 import grading_checks
@@ -560,3 +561,12 @@ def test_a_named_template_whose_socket_another_user_serves_gets_no_kernel_reques
     listener.close()
     assert received == b"0", f"the other user's socket received {received.decode()} bytes of the request"
     assert "served by uid 65534" in caplog.text
+
+
+@pytest.mark.unit
+def test_the_template_process_starts_in_the_folder_that_holds_this_grader():
+    """Its cwd is what `python -m grader.kernels.template serve` finds first: the folder holding the
+    grader package, not the package itself (whose sub-packages would then pass for top-level ones)."""
+    import grader
+
+    assert Path(template.PACKAGE_HOME, "grader") == Path(grader.__file__).resolve().parent

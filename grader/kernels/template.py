@@ -77,6 +77,9 @@ from grader.isolation.spec import SandboxSpec, clean_environment, gpu_devices
 from grader.isolation.uids import is_private_folder
 from grader.kernels.template_server import INLINE_BACKEND, LAUNCHER, same_user, serve
 
+# The folder that holds the grader package (grader/kernels/template.py is two folders down): the
+# template process starts there, so `python -m grader.kernels.template` finds this checkout's grader.
+PACKAGE_HOME = str(Path(__file__).resolve().parents[2])
 PROVISIONER_NAME = "course-kernel-template"
 # Set to "off" (or 0/false/no) to start every kernel normally, e.g. to compare (make bench).
 SWITCH = "GRADER_KERNEL_TEMPLATE"
@@ -201,10 +204,9 @@ class Template:
         env = clean_environment(self.folder)
         env.update(MPLBACKEND=INLINE_BACKEND, MPLCONFIGDIR=os.path.join(self.folder, "matplotlib"))
         env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # debugpy's note on frozen modules, as it imports
-        package_root = str(Path(__file__).resolve().parent.parent)
         self.process = subprocess.Popen(
             self.command(self.folder),
-            cwd=package_root,
+            cwd=PACKAGE_HOME,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
