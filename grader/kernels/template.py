@@ -77,8 +77,7 @@ from grader.isolation.spec import SandboxSpec, clean_environment, gpu_devices
 from grader.isolation.uids import is_private_folder
 from grader.kernels.template_server import INLINE_BACKEND, LAUNCHER, same_user, serve
 
-# The folder that holds the grader package (grader/kernels/template.py is two folders down): the
-# template process starts there, so `python -m grader.kernels.template` finds this checkout's grader.
+# The folder holding the grader package, where the template starts: `-m grader...` finds this grader.
 PACKAGE_HOME = str(Path(__file__).resolve().parents[2])
 PROVISIONER_NAME = "course-kernel-template"
 # Set to "off" (or 0/false/no) to start every kernel normally, e.g. to compare (make bench).
