@@ -7,6 +7,7 @@ writes notebooks from them; neither imports the other's module for this.
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -236,7 +237,14 @@ def lesson_ids() -> list[str]:
 def lesson_settings(lesson: str) -> dict:
     """The `lesson:` block of the lecture's header (title, gpu)."""
     lecture = lessons_dir() / lesson / "lecture.py"
-    return read_source(lecture).lesson if lecture.exists() else {}
+    return dict(_lesson_block(lecture.read_text(encoding="utf-8"), display(lecture))) if lecture.exists() else {}
+
+
+@functools.lru_cache(maxsize=64)
+def _lesson_block(text: str, origin: str) -> dict:
+    """A lecture's `lesson:` block, parsed once per text: the release, the README table and the
+    GPU lessons ask for it again and again, and parsing a whole lecture costs 20-40 ms."""
+    return parse_source(text, origin).lesson
 
 
 def gpu_lessons() -> set[str]:
