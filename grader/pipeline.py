@@ -291,8 +291,7 @@ def use_safe_autograde(c, *, trusted: bool = False) -> None:
     ]
     c.Autograde.autograde_preprocessors = autograde_steps(GuardedExecute)
     c.GuardedExecute.trusted_student_code = trusted
-    c.GenerateFeedback.preprocessors = feedback.feedback_steps()
-    c.GenerateFeedback.exporter_class = feedback.FeedbackExporter
+    feedback.use_course_feedback(c)
 
 
 class StudentValidateExecute(Execute):

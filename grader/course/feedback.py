@@ -278,9 +278,11 @@ class FeedbackExporter(HTMLExporter):
         return str(soup), resources
 
 
-def feedback_steps():
-    """nbgrader's feedback steps with ungraded answers told apart and hidden tests and their tracebacks removed."""
-    return [GradesSoFar, HideHiddenTests, CSSHTMLHeaderPreprocessor]
+def use_course_feedback(c) -> None:
+    """nbgrader's GenerateFeedback as this course writes its pages: ungraded answers told apart,
+    hidden tests and their tracebacks removed, rendered by FeedbackExporter."""
+    c.GenerateFeedback.preprocessors = [GradesSoFar, HideHiddenTests, CSSHTMLHeaderPreprocessor]
+    c.GenerateFeedback.exporter_class = FeedbackExporter
 
 
 class NoGrades(Exception):
@@ -303,8 +305,7 @@ def graded_submissions(db_url: str, assignment: str) -> int:
 def generate(assignment: str, db_url: str | None = None, root: Path | None = None) -> list[Path]:
     """Feedback pages of every graded student of `assignment`; NoGrades when the gradebook has none."""
     config = course.load_config(root, db_url)
-    config.GenerateFeedback.preprocessors = feedback_steps()
-    config.GenerateFeedback.exporter_class = FeedbackExporter
+    use_course_feedback(config)
     api = course.api(config)
     if not graded_submissions(api.coursedir.db_url, assignment):
         raise NoGrades(NO_GRADES_MESSAGE.format(assignment=assignment, db_url=api.coursedir.db_url))
