@@ -87,6 +87,9 @@ def is_part_import(node: ast.stmt) -> bool:
     )
 
 
+# Once per process: every kernel of a run gets the same file, and the parts are this grader's own
+# code, which the process has imported already (an edit takes a new process, as for any module).
+@functools.lru_cache(maxsize=8)
 def assemble(parts: tuple[Path, ...] = RUNNER_PARTS) -> str:
     """The start-up file: the parts' sources in order, executed by BOOT_LINE in one private
     namespace. Each part's imports of other parts are left out (blank lines, so that line
@@ -210,6 +213,7 @@ def deletes_globals(source: str) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=512)
 def python_source(source: str) -> str:
     """A cell's source as plain Python (IPython magics become calls), transformed here, not in the kernel.
     Cached: every submission of a class has the same test cells (restored from the release)."""
