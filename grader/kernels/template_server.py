@@ -7,6 +7,7 @@ never runs student code itself.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -286,11 +287,20 @@ def _import(names: tuple[str, ...], folder: str, required: bool) -> None:
 
 
 # -- the template process -----------------------------------------------------------------------------
+def _freeze() -> None:
+    """What the template has imported, out of every later garbage collection (gc.freeze): a kernel
+    forked from it would otherwise walk torch's objects at each full collection (IPython runs one
+    as the kernel shuts down), writing to every page that holds one and so copying it."""
+    gc.collect()  # what is garbage now is freed, not kept forever
+    gc.freeze()
+
+
 def serve(folder: str) -> None:
     """The template: import once, then fork a keeper and kernel per request on `folder`/socket."""
     parent = os.getppid()
     _import(PRELOAD, folder, required=True)
     _import(HEAD_START, folder, required=False)
+    _freeze()
     base = os.path.join(folder, "root")
     os.makedirs(base, exist_ok=True)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # keepers are reaped by the kernel
@@ -332,6 +342,7 @@ def serve(folder: str) -> None:
                 os.close(fd)
             if late:  # once a first kernel is on its way: a template that forks one never pays
                 _import(late, folder, required=False)
+                _freeze()
                 late = ()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
