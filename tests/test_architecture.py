@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import ast
 import configparser
+import importlib
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -310,9 +312,26 @@ def test_the_grader_names_no_lesson():
         f"{path.relative_to(ROOT)}: {name}"
         for path in grader_files()
         for name in names
-        if re.search(rf"\b{re.escape(name)}\b", path.read_text(encoding="utf-8"))
+        for use in re.finditer(rf"(?:\b(\w+)\.)?\b{re.escape(name)}\b", path.read_text(encoding="utf-8"))
+        if not standard_attribute(use.group(1), name)
     }
     assert not found, sorted(found)
+
+
+def standard_attribute(module: str | None, name: str) -> bool:
+    """Whether `module.name` is Python's own (`gc.freeze`): a lesson may define a name the
+    standard library has too, and the grader may call the library's."""
+    if module not in sys.stdlib_module_names:
+        return False
+    return hasattr(importlib.import_module(module), name)
+
+
+def test_a_standard_librarys_name_is_no_lesson_name():
+    """The exception above is the standard library's attribute only, never a bare name or another object's."""
+    assert standard_attribute("gc", "freeze")
+    assert not standard_attribute(None, "freeze")
+    assert not standard_attribute("blocks", "freeze")
+    assert not standard_attribute("gc", "ParallelBlock")
 
 
 def test_no_function_is_over_80_lines():
