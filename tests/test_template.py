@@ -329,6 +329,27 @@ def test_a_kernel_exits_with_its_client():
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def test_a_forked_kernel_leaves_the_templates_objects_out_of_its_collections():
+    """What the template imported is frozen (gc.freeze) before it forks: a kernel's collections,
+    the full one IPython runs as the kernel shuts down included, never walk torch's objects
+    (walking them wrote to every page holding one, copying it: 0.2 s of CPU a kernel)."""
+    probe = (
+        "import gc, sys\nprint(gc.get_freeze_count(), any(o is vars(sys.modules['torch']) for o in gc.get_objects()))"
+    )
+
+    async def scenario() -> str:
+        with tempfile.TemporaryDirectory() as scratch:
+            km, kc = await sandboxed_kernels.start(scratch)
+            try:
+                assert not isinstance(km.provisioner.process, subprocess.Popen), "not forked from the template"
+                return await sandboxed_kernels.run(kc, probe)
+            finally:
+                await sandboxed_kernels.stop(km, kc)
+
+    frozen, walked = asyncio.run(scenario()).split()
+    assert int(frozen) > 0 and walked == "False", (frozen, walked)
+
+
 def test_a_keeper_waits_idle_for_a_sandbox_that_is_slow_to_die(tmp_path):
     """A sandbox's init can take a while to die: it waits until its namespace's last process is
     reaped (here the kernel, held as a zombie by this test's ptrace; a profiler did the same). The
